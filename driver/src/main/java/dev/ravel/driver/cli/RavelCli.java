@@ -1,0 +1,29 @@
+package dev.ravel.driver.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code ravel}: run and observe RL post-training on Ray. */
+@Command(name = "ravel", mixinStandardHelpOptions = true, version = "ravel 0.1.0",
+    description = "Run and observe reinforcement-learning post-training on Ray.",
+    subcommands = {DemoCommand.class, CommandLine.HelpCommand.class})
+public final class RavelCli implements Runnable {
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  public static void main(String[] args) {
+    System.exit(execute(args));
+  }
+
+  /** Runs the command line and returns its exit code (for tests and the launcher). */
+  public static int execute(String... args) {
+    CommandLine cl = new CommandLine(new RavelCli());
+    cl.setExecutionExceptionHandler(new Errors());
+    return cl.execute(args);
+  }
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+}

@@ -1,0 +1,294 @@
+package dev.ravel.driver.cluster;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A single-node Ray head on loopback only (GCS, raylet, dashboard on 127.0.0.1), started as
+ * {@code ray start --head --block} so that it is stopped by its own PID: {@link #close()} sends it SIGTERM,
+ * upon which Ray stops the processes it started; any that remain are then stopped by their own PIDs.
+ */
+public final class LocalRayHead implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalRayHead.class);
+  /** Ray's default worker port range, 10002-19999, that the head's own ports must avoid. */
+  private static final int PORT_MIN = 20000;
+  private static final int PORT_MAX = 29999;
+
+  private final Process process;
+  private final int gcsPort;
+  private final int dashboardPort;
+  private final Path log;
+
+  private LocalRayHead(Process process, int gcsPort, int dashboardPort, Path log) {
+    this.process = process;
+    this.gcsPort = gcsPort;
+    this.dashboardPort = dashboardPort;
+    this.log = log;
+  }
+
+  public static Builder builder(RayHome home) {
+    return new Builder(home);
+  }
+
+  /** {@code 127.0.0.1:<gcs port>}, for {@code ray.address} and {@code RAY_ADDRESS}. */
+  public String address() {
+    return "127.0.0.1:" + gcsPort;
+  }
+
+  public int gcsPort() {
+    return gcsPort;
+  }
+
+  /** The dashboard (Jobs API) base URL. */
+  public URI dashboardUrl() {
+    return URI.create("http://127.0.0.1:" + dashboardPort);
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  public Path logFile() {
+    return log;
+  }
+
+  public boolean isAlive() {
+    return process.isAlive();
+  }
+
+  /** Stops the head (SIGTERM to its own PID, then its remaining descendants by PID); bounded. */
+  @Override
+  public void close() {
+    if (!process.isAlive()) {
+      return;
+    }
+    List<ProcessHandle> descendants = process.descendants().toList();
+    process.destroy();
+    try {
+      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        LOG.warn("ray head {} did not stop within 30 s; killing it", process.pid());
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (ProcessHandle p : descendants) {
+      if (p.isAlive()) {
+        p.destroy();
+      }
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (ProcessHandle p : descendants) {
+      while (p.isAlive() && System.nanoTime() < deadline) {
+        sleep(100);
+      }
+      if (p.isAlive()) {
+        p.destroyForcibly();
+      }
+    }
+  }
+
+  static int freePort(int min, int max) {
+    for (int attempt = 0; attempt < 200; attempt++) {
+      int port = min + (int) (Math.random() * (max - min));
+      try (ServerSocket s = new ServerSocket()) {
+        s.setReuseAddress(false);
+        s.bind(new InetSocketAddress("127.0.0.1", port));
+        return port;
+      } catch (IOException busy) {
+        // try another
+      }
+    }
+    throw new IllegalStateException("no free port between " + min + " and " + max);
+  }
+
+  private static boolean listening(int port) {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** Options of a local head. */
+  public static final class Builder {
+    private final RayHome home;
+    private int gcsPort;
+    private int dashboardPort;
+    private boolean dashboard = true;
+    private int numCpus = 0;
+    private final Map<String, String> env = new LinkedHashMap<>();
+    private Path logDir;
+    private Duration startTimeout = Duration.ofSeconds(90);
+
+    private Builder(RayHome home) {
+      this.home = Objects.requireNonNull(home);
+    }
+
+    /** The GCS port (default: a free one in 20000-29999, clear of Ray's worker ports). */
+    public Builder gcsPort(int port) {
+      this.gcsPort = port;
+      return this;
+    }
+
+    public Builder dashboardPort(int port) {
+      this.dashboardPort = port;
+      return this;
+    }
+
+    /** Whether to start the dashboard (the Jobs API); default true. */
+    public Builder dashboard(boolean on) {
+      this.dashboard = on;
+      return this;
+    }
+
+    /** Logical CPUs of the node (default: Ray's choice, the machine's cores). */
+    public Builder numCpus(int n) {
+      this.numCpus = n;
+      return this;
+    }
+
+    /**
+     * An environment variable for the head's processes, as if exported in the shell that ran
+     * {@code ray start} (workers inherit it unless the worker-environment policy masks it).
+     */
+    public Builder env(String name, String value) {
+      env.put(name, value);
+      return this;
+    }
+
+    public Builder logDir(Path dir) {
+      this.logDir = dir;
+      return this;
+    }
+
+    public Builder startTimeout(Duration timeout) {
+      this.startTimeout = timeout;
+      return this;
+    }
+
+    /** Starts the head and waits until the GCS (and the dashboard) answer. */
+    public LocalRayHead start() {
+      int gcs = gcsPort > 0 ? gcsPort : freePort(PORT_MIN, PORT_MAX);
+      int dash = dashboardPort > 0 ? dashboardPort : freePort(PORT_MIN, PORT_MAX);
+      while (dash == gcs) {
+        dash = freePort(PORT_MIN, PORT_MAX);
+      }
+      List<String> cmd = new ArrayList<>(List.of(home.rayCommand().toString(), "start", "--head", "--block",
+          "--node-ip-address=127.0.0.1", "--port=" + gcs, "--disable-usage-stats",
+          "--include-dashboard=" + dashboard, "--dashboard-host=127.0.0.1", "--dashboard-port=" + dash,
+          "--ray-client-server-port=" + freePort(PORT_MIN, PORT_MAX)));
+      if (numCpus > 0) {
+        cmd.add("--num-cpus=" + numCpus);
+      }
+      Path dir = logDir != null ? logDir : Path.of(System.getProperty("java.io.tmpdir"));
+      Path log;
+      try {
+        Files.createDirectories(dir);
+        log = dir.resolve("ray-head-" + gcs + ".log");
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+      pb.environment().put("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0");
+      pb.environment().putAll(env);
+      Process p;
+      try {
+        p = pb.start();
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot run " + cmd.get(0), e);
+      }
+      LocalRayHead head = new LocalRayHead(p, gcs, dash, log);
+      try {
+        waitReady(head, dashboard);
+      } catch (RuntimeException e) {
+        head.close();
+        throw e;
+      }
+      LOG.info("Ray head started at {} (pid {}, dashboard {}, log {})", head.address(), p.pid(), head.dashboardUrl(), log);
+      return head;
+    }
+
+    private void waitReady(LocalRayHead head, boolean withDashboard) {
+      long deadline = System.nanoTime() + startTimeout.toNanos();
+      HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+      boolean started = false;
+      while (System.nanoTime() < deadline) {
+        if (!head.process.isAlive()) {
+          throw new IllegalStateException("ray start exited with " + head.process.exitValue() + "; log: "
+              + head.log + "\n" + tail(head.log));
+        }
+        if (!started) {
+          started = logContains(head.log, "Ray runtime started") && listening(head.gcsPort);
+        }
+        if (started) {
+          if (!withDashboard) {
+            return;
+          }
+          try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(head.dashboardUrl().resolve("/api/version"))
+                .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() == 200) {
+              return;
+            }
+          } catch (IOException e) {
+            // not up yet
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+          }
+        }
+        sleep(250);
+      }
+      throw new IllegalStateException("Ray head did not become ready within " + startTimeout.toSeconds()
+          + " s; log: " + head.log + "\n" + tail(head.log));
+    }
+
+    private static boolean logContains(Path log, String marker) {
+      try {
+        return Files.readString(log, StandardCharsets.UTF_8).contains(marker);
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    private static String tail(Path log) {
+      try {
+        List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+      } catch (IOException e) {
+        return "";
+      }
+    }
+  }
+}

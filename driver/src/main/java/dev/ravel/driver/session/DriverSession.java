@@ -1,0 +1,282 @@
+package dev.ravel.driver.session;
+
+import dev.ravel.driver.cluster.LocalRayHead;
+import dev.ravel.driver.cluster.RayHome;
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.env.WorkerEnvironment;
+import dev.ravel.telemetry.otlp.OtlpSettings;
+import dev.ravel.telemetry.sdk.ExportStats;
+import dev.ravel.telemetry.sdk.ProcessTelemetry;
+import dev.ravel.telemetry.spans.Spans;
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.actor.RavelActors;
+import dev.ravel.workers.actor.RavelRole;
+import io.ray.api.ObjectRef;
+import io.ray.api.Ray;
+import io.ray.api.function.RayFunc0;
+import io.ray.api.function.RayFunc1;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A driver's run: validated telemetry settings (OTLP resolved once, here, failing fast), the driver's
+ * process telemetry, the worker environment every actor gets, and a connection to Ray: to
+ * {@code RAY_ADDRESS} when set, else to a local head on loopback that this session starts and stops.
+ * Actors created through {@link #actor} get the worker environment and report their span counts when
+ * the session closes.
+ */
+public final class DriverSession implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(DriverSession.class);
+
+  /** JDK 17 needs these on the driver and on every worker (Ray's serializer). */
+  public static final List<String> ADD_OPENS = List.of(
+      "--add-opens=java.base/java.lang=ALL-UNNAMED",
+      "--add-opens=java.base/java.math=ALL-UNNAMED",
+      "--add-opens=java.base/java.util=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+      "--add-opens=java.base/java.net=ALL-UNNAMED",
+      "--add-opens=java.base/java.text=ALL-UNNAMED");
+
+  private final TelemetryConfig config;
+  private final OtlpSettings otlp;
+  private final WorkerEnvironment workerEnv;
+  private final ProcessTelemetry telemetry;
+  private final LocalRayHead head;
+  private final String address;
+  private final List<RavelActorHandle<? extends RavelRole>> actors = new ArrayList<>();
+  private final Map<String, ExportStats> actorStats = new LinkedHashMap<>();
+  private boolean closed;
+
+  private DriverSession(Builder b) {
+    Map<String, String> env = b.env;
+    this.config = b.config;
+    this.otlp = OtlpSettings.resolve(env);
+    this.workerEnv = WorkerEnvironment.of(config, otlp, env);
+    RayHome home = RayHome.locate(env);
+    List<Path> codePath = home.workerCodeSearchPath();
+    this.telemetry = ProcessTelemetry.builder(config).role("driver").otlp(otlp).start();
+    LocalRayHead started = null;
+    try {
+      String addr = b.address != null ? b.address : env.getOrDefault("RAY_ADDRESS", "");
+      if (addr.isEmpty()) {
+        LocalRayHead.Builder hb = LocalRayHead.builder(home);
+        b.headEnv.forEach(hb::env);
+        if (b.numCpus > 0) {
+          hb.numCpus(b.numCpus);
+        }
+        started = hb.start();
+        addr = started.address();
+      }
+      this.address = addr;
+      this.head = started;
+      connect(addr, codePath, b.workerJvmOptions);
+    } catch (RuntimeException e) {
+      telemetry.close();
+      if (started != null) {
+        started.close();
+      }
+      throw e;
+    }
+    LOG.info("run {}: Ray at {}, exporter {}, otlp {}", config.runId(), address, config.exporter().configName(),
+        config.exporter().usesOtlp() ? otlp : "unused");
+  }
+
+  public static Builder builder(TelemetryConfig config) {
+    return new Builder(config);
+  }
+
+  private static void connect(String address, List<Path> codePath, List<String> workerJvm) {
+    String host = address.contains(":") ? address.substring(0, address.lastIndexOf(':')) : address;
+    System.setProperty("ray.address", address);
+    if (host.equals("127.0.0.1") || host.equals("localhost")) {
+      System.setProperty("ray.node-ip", "127.0.0.1");
+    }
+    System.setProperty("ray.job.code-search-path",
+        codePath.stream().map(Path::toString).collect(Collectors.joining(":")));
+    List<String> jvm = new ArrayList<>(ADD_OPENS);
+    jvm.addAll(workerJvm);
+    for (int i = 0; i < jvm.size(); i++) {
+      System.setProperty("ray.job.jvm-options." + i, jvm.get(i));
+    }
+    Ray.init();
+  }
+
+  /** Creates an actor with the run's worker environment; the session flushes it on close. */
+  public <A extends RavelActor, I extends RavelRole> Creator<I> actor(RayFunc0<A> ctor, Class<I> role) {
+    return new Creator<>(RavelActors.actor(ctor, role).env(workerEnv));
+  }
+
+  /** As {@link #actor(RayFunc0, Class)} for a one-argument constructor. */
+  public <A extends RavelActor, T, I extends RavelRole> Creator<I> actor(RayFunc1<T, A> ctor, T arg, Class<I> role) {
+    return new Creator<>(RavelActors.actor(ctor, arg, role).env(workerEnv));
+  }
+
+  public TelemetryConfig config() {
+    return config;
+  }
+
+  public OtlpSettings otlp() {
+    return otlp;
+  }
+
+  public WorkerEnvironment workerEnvironment() {
+    return workerEnv;
+  }
+
+  public ProcessTelemetry telemetry() {
+    return telemetry;
+  }
+
+  public Spans spans() {
+    return telemetry.spans();
+  }
+
+  /** The Ray address ({@code 127.0.0.1:port} for a local head). */
+  public String address() {
+    return address;
+  }
+
+  /** The head this session started, if it started one. */
+  public java.util.Optional<LocalRayHead> head() {
+    return java.util.Optional.ofNullable(head);
+  }
+
+  /** Span counts reported by each actor when the session closed, keyed by actor. */
+  public Map<String, ExportStats> actorStats() {
+    return actorStats;
+  }
+
+  /**
+   * Flushes every actor's spans (bounded) and reports their counts, flushes the driver's, disconnects
+   * from Ray and stops the head this session started. Never throws.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    long timeout = config.shutdownTimeout().toMillis();
+    List<ObjectRef<ExportStats>> refs = new ArrayList<>();
+    for (RavelActorHandle<? extends RavelRole> a : actors) {
+      refs.add(flushCall(a, timeout));
+    }
+    for (int i = 0; i < refs.size(); i++) {
+      try {
+        ExportStats s = RavelActors.get(refs.get(i), timeout + 5000);
+        actorStats.put(actors.get(i).toString(), s);
+        if (s.failed() > 0 || s.dropped() > 0) {
+          LOG.warn("actor {} telemetry: {}", actors.get(i), s);
+        }
+      } catch (RuntimeException e) {
+        LOG.warn("actor {} did not report its telemetry: {}", actors.get(i), e.toString());
+      }
+    }
+    telemetry.close();
+    try {
+      Ray.shutdown();
+    } catch (RuntimeException e) {
+      LOG.warn("Ray shutdown: {}", e.toString());
+    }
+    if (head != null) {
+      head.close();
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static ObjectRef<ExportStats> flushCall(RavelActorHandle<? extends RavelRole> a, long timeout) {
+    RavelActorHandle<RavelRole> h = (RavelActorHandle<RavelRole>) a;
+    return h.call(RavelRole::flushTelemetry, timeout);
+  }
+
+  /** Options of an actor created through the session. */
+  public final class Creator<I extends RavelRole> {
+    private final RavelActors.Creator<I> creator;
+
+    private Creator(RavelActors.Creator<I> creator) {
+      this.creator = creator;
+    }
+
+    public Creator<I> maxConcurrency(int n) {
+      creator.maxConcurrency(n);
+      return this;
+    }
+
+    public Creator<I> maxRestarts(int n) {
+      creator.maxRestarts(n);
+      return this;
+    }
+
+    public Creator<I> name(String name) {
+      creator.name(name);
+      return this;
+    }
+
+    public Creator<I> jvmOptions(List<String> options) {
+      creator.jvmOptions(options);
+      return this;
+    }
+
+    public RavelActorHandle<I> remote() {
+      RavelActorHandle<I> h = creator.remote();
+      actors.add(h);
+      return h;
+    }
+  }
+
+  /** Builds a {@link DriverSession}. */
+  public static final class Builder {
+    private final TelemetryConfig config;
+    private Map<String, String> env = System.getenv();
+    private String address;
+    private final Map<String, String> headEnv = new LinkedHashMap<>();
+    private int numCpus;
+    private List<String> workerJvmOptions = List.of("-Xmx512m", "-XX:+UseSerialGC");
+
+    private Builder(TelemetryConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
+    }
+
+    /** The environment OTLP settings, {@code RAY_ADDRESS} and pass-through variables are read from. */
+    public Builder env(Map<String, String> env) {
+      this.env = Map.copyOf(env);
+      return this;
+    }
+
+    /** Connect to this Ray address instead of {@code RAY_ADDRESS} or a local head. */
+    public Builder address(String address) {
+      this.address = address;
+      return this;
+    }
+
+    /** An environment variable of a local head's processes (as if exported where {@code ray start} ran). */
+    public Builder headEnv(String name, String value) {
+      headEnv.put(name, value);
+      return this;
+    }
+
+    /** Logical CPUs of a local head. */
+    public Builder numCpus(int n) {
+      this.numCpus = n;
+      return this;
+    }
+
+    /** JVM options of every worker (after the required {@code --add-opens}). */
+    public Builder workerJvmOptions(List<String> options) {
+      this.workerJvmOptions = List.copyOf(options);
+      return this;
+    }
+
+    public DriverSession start() {
+      return new DriverSession(this);
+    }
+  }
+}

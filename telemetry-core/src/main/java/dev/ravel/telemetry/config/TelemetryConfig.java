@@ -1,0 +1,391 @@
+package dev.ravel.telemetry.config;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * The {@code telemetry:} section of a run config: which spans are made, where they go and under which run
+ * id. Immutable; build one with {@link #builder()} or read one with {@link #fromMap(Map, Map)}, which
+ * applies {@code RAVEL_TELEMETRY_*} environment overrides. Every invalid value is rejected in
+ * {@link Builder#build()} with a {@link ConfigException} that names the key.
+ */
+public final class TelemetryConfig {
+  /** Prefix of the environment variables that override the YAML section (and carry it to workers). */
+  public static final String ENV_PREFIX = "RAVEL_TELEMETRY_";
+
+  /** The YAML keys of the section, in the order they are documented. */
+  public static final List<String> KEYS = List.of(
+      "enabled", "preset", "span_groups", "engine_tracing", "engine_sample_ratio",
+      "engine_slow_request_ms", "exporter", "run_id", "service_name", "runs_dir", "env_passthrough",
+      "shutdown_timeout_ms");
+
+  private static final Pattern RUN_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
+
+  private final boolean enabled;
+  private final Preset preset;
+  private final Set<SpanGroup> extraGroups;
+  private final boolean engineTracing;
+  private final double engineSampleRatio;
+  private final Duration engineSlowRequest;
+  private final ExporterKind exporter;
+  private final String runId;
+  private final String serviceName;
+  private final Path runsDir;
+  private final List<String> envPassthrough;
+  private final Duration shutdownTimeout;
+  private final Set<SpanGroup> groups;
+
+  private TelemetryConfig(Builder b, boolean engineTracing) {
+    this.enabled = b.enabled;
+    this.preset = b.preset;
+    this.extraGroups = Collections.unmodifiableSet(copy(b.extraGroups));
+    this.engineTracing = engineTracing;
+    this.engineSampleRatio = b.engineSampleRatio;
+    this.engineSlowRequest = b.engineSlowRequest;
+    this.exporter = b.exporter;
+    this.runId = b.runId;
+    this.serviceName = b.serviceName;
+    this.runsDir = b.runsDir.toAbsolutePath().normalize();
+    this.envPassthrough = List.copyOf(b.envPassthrough);
+    this.shutdownTimeout = b.shutdownTimeout;
+    EnumSet<SpanGroup> g = copy(preset.groups());
+    g.addAll(extraGroups);
+    if (engineTracing) {
+      g.add(SpanGroup.ENGINE);
+    } else {
+      g.remove(SpanGroup.ENGINE);
+    }
+    this.groups = enabled ? Collections.unmodifiableSet(g) : Collections.emptySet();
+  }
+
+  private static EnumSet<SpanGroup> copy(Collection<SpanGroup> c) {
+    return c.isEmpty() ? EnumSet.noneOf(SpanGroup.class) : EnumSet.copyOf(c);
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder holding this config's values, to derive a changed copy. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.enabled = enabled;
+    b.preset = preset;
+    b.extraGroups = copy(extraGroups);
+    b.engineTracing = engineTracing;
+    b.engineSampleRatio = engineSampleRatio;
+    b.engineSlowRequest = engineSlowRequest;
+    b.exporter = exporter;
+    b.runId = runId;
+    b.serviceName = serviceName;
+    b.runsDir = runsDir;
+    b.envPassthrough = new ArrayList<>(envPassthrough);
+    b.shutdownTimeout = shutdownTimeout;
+    return b;
+  }
+
+  /**
+   * Reads the {@code telemetry:} section of a run config (YAML already parsed into maps, lists and
+   * scalars), then applies {@code RAVEL_TELEMETRY_<KEY>} overrides from {@code env}. An empty
+   * environment value counts as unset. Unknown keys and invalid values fail with the key named.
+   */
+  public static TelemetryConfig fromMap(Map<String, ?> section, Map<String, String> env) {
+    Map<String, Object> values = new LinkedHashMap<>();
+    Map<String, String> origin = new LinkedHashMap<>();
+    if (section != null) {
+      for (Map.Entry<String, ?> e : section.entrySet()) {
+        if (!KEYS.contains(e.getKey())) {
+          throw new ConfigException("telemetry." + e.getKey(), "unknown key (valid: " + String.join(", ", KEYS) + ")");
+        }
+        values.put(e.getKey(), e.getValue());
+        origin.put(e.getKey(), "telemetry." + e.getKey());
+      }
+    }
+    for (String key : KEYS) {
+      String envKey = ENV_PREFIX + key.toUpperCase(Locale.ROOT);
+      String v = env.get(envKey);
+      if (v != null && !v.isEmpty()) {
+        values.put(key, v);
+        origin.put(key, envKey);
+      }
+    }
+    Builder b = builder();
+    for (Map.Entry<String, Object> e : values.entrySet()) {
+      apply(b, e.getKey(), origin.get(e.getKey()), e.getValue());
+    }
+    return b.build();
+  }
+
+  private static void apply(Builder b, String key, String where, Object value) {
+    if (value == null) {
+      return;
+    }
+    switch (key) {
+      case "enabled" -> b.enabled(Values.bool(where, value));
+      case "preset" -> b.preset(Preset.parse(where, Values.string(where, value)));
+      case "span_groups" -> b.spanGroups(Values.list(where, value).stream()
+          .map(s -> SpanGroup.parse(where, s)).collect(Collectors.toList()));
+      case "engine_tracing" -> b.engineTracing(Values.bool(where, value));
+      case "engine_sample_ratio" -> b.engineSampleRatio(Values.number(where, value));
+      case "engine_slow_request_ms" -> b.engineSlowRequest(Duration.ofMillis(Values.longValue(where, value)));
+      case "exporter" -> b.exporter(ExporterKind.parse(where, Values.string(where, value)));
+      case "run_id" -> b.runId(Values.string(where, value));
+      case "service_name" -> b.serviceName(Values.string(where, value));
+      case "runs_dir" -> b.runsDir(Path.of(Values.string(where, value)));
+      case "env_passthrough" -> b.envPassthrough(Values.list(where, value));
+      case "shutdown_timeout_ms" -> b.shutdownTimeout(Duration.ofMillis(Values.longValue(where, value)));
+      default -> throw new ConfigException(where, "unknown key");
+    }
+    b.origin(key, where);
+  }
+
+  /**
+   * This config as {@code RAVEL_TELEMETRY_*} variables: how it travels, explicitly, into every worker's
+   * environment. {@link #fromMap(Map, Map)} with an empty section reads it back.
+   */
+  public Map<String, String> toEnvironment() {
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put(ENV_PREFIX + "ENABLED", Boolean.toString(enabled));
+    env.put(ENV_PREFIX + "PRESET", preset.configName());
+    env.put(ENV_PREFIX + "SPAN_GROUPS", extraGroups.stream().map(SpanGroup::configName).collect(Collectors.joining(",")));
+    env.put(ENV_PREFIX + "ENGINE_TRACING", Boolean.toString(engineTracing));
+    env.put(ENV_PREFIX + "ENGINE_SAMPLE_RATIO", Double.toString(engineSampleRatio));
+    env.put(ENV_PREFIX + "ENGINE_SLOW_REQUEST_MS", Long.toString(engineSlowRequest.toMillis()));
+    env.put(ENV_PREFIX + "EXPORTER", exporter.configName());
+    env.put(ENV_PREFIX + "RUN_ID", runId);
+    env.put(ENV_PREFIX + "SERVICE_NAME", serviceName);
+    env.put(ENV_PREFIX + "RUNS_DIR", runsDir.toString());
+    env.put(ENV_PREFIX + "ENV_PASSTHROUGH", String.join(",", envPassthrough));
+    env.put(ENV_PREFIX + "SHUTDOWN_TIMEOUT_MS", Long.toString(shutdownTimeout.toMillis()));
+    return env;
+  }
+
+  public boolean enabled() {
+    return enabled;
+  }
+
+  public Preset preset() {
+    return preset;
+  }
+
+  /** The groups that are on: the preset's, plus the explicit ones, with ENGINE following engine tracing. */
+  public Set<SpanGroup> groups() {
+    return groups;
+  }
+
+  public boolean isOn(SpanGroup group) {
+    return groups.contains(group);
+  }
+
+  /** Whether the inference engine emits its per-request spans (and may see trace-enabling OTEL_* vars). */
+  public boolean engineTracing() {
+    return enabled && engineTracing;
+  }
+
+  /** Share of engine requests whose span is kept (errored, preempted and slow requests are always kept). */
+  public double engineSampleRatio() {
+    return engineSampleRatio;
+  }
+
+  /** Engine requests slower than this end to end are always kept by the engine sampler. */
+  public Duration engineSlowRequest() {
+    return engineSlowRequest;
+  }
+
+  public ExporterKind exporter() {
+    return enabled ? exporter : ExporterKind.NONE;
+  }
+
+  public String runId() {
+    return runId;
+  }
+
+  public String serviceName() {
+    return serviceName;
+  }
+
+  /** The folder that holds one folder per run ({@code runs/}), absolute. */
+  public Path runsDir() {
+    return runsDir;
+  }
+
+  /** The folder of this run's JSONL files: {@code runs/<run-id>/}. */
+  public Path runDir() {
+    return runsDir.resolve(runId);
+  }
+
+  /** Driver environment variables passed unchanged to every worker. */
+  public List<String> envPassthrough() {
+    return envPassthrough;
+  }
+
+  /** Upper bound on the flush at process shutdown. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  @Override
+  public String toString() {
+    return "TelemetryConfig{enabled=" + enabled + ", preset=" + preset.configName() + ", groups=" + groups
+        + ", engineTracing=" + engineTracing + ", engineSampleRatio=" + engineSampleRatio + ", exporter="
+        + exporter.configName() + ", runId=" + runId + ", serviceName=" + serviceName + ", runsDir=" + runsDir
+        + ", envPassthrough=" + envPassthrough + "}";
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof TelemetryConfig c && toEnvironment().equals(c.toEnvironment());
+  }
+
+  @Override
+  public int hashCode() {
+    return toEnvironment().hashCode();
+  }
+
+  /** A new run id: {@code yyyyMMdd-HHmmss-xxxx}, sortable by start time. */
+  public static String newRunId() {
+    return LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
+        + "-" + String.format("%04x", ThreadLocalRandom.current().nextInt(0x10000));
+  }
+
+  /** Builds a {@link TelemetryConfig}; {@link #build()} validates every value. */
+  public static final class Builder {
+    private boolean enabled = true;
+    private Preset preset = Preset.PER_STEP;
+    private EnumSet<SpanGroup> extraGroups = EnumSet.noneOf(SpanGroup.class);
+    private Boolean engineTracing;
+    private double engineSampleRatio = 1.0;
+    private Duration engineSlowRequest = Duration.ofSeconds(2);
+    private ExporterKind exporter = ExporterKind.FILE;
+    private String runId;
+    private String serviceName = "ravel";
+    private Path runsDir = Path.of("runs");
+    private List<String> envPassthrough = new ArrayList<>();
+    private Duration shutdownTimeout = Duration.ofSeconds(10);
+    private final Map<String, String> origin = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    void origin(String key, String where) {
+      origin.put(key, where);
+    }
+
+    private String key(String key) {
+      return origin.getOrDefault(key, "telemetry." + key);
+    }
+
+    public Builder enabled(boolean enabled) {
+      this.enabled = enabled;
+      return this;
+    }
+
+    public Builder preset(Preset preset) {
+      this.preset = Objects.requireNonNull(preset, "preset");
+      return this;
+    }
+
+    /** Groups turned on in addition to the preset's. */
+    public Builder spanGroups(Collection<SpanGroup> groups) {
+      this.extraGroups = copy(groups);
+      return this;
+    }
+
+    /** Engine spans on or off; unset, it follows the preset ({@code all} turns it on). */
+    public Builder engineTracing(boolean on) {
+      this.engineTracing = on;
+      return this;
+    }
+
+    public Builder engineSampleRatio(double ratio) {
+      this.engineSampleRatio = ratio;
+      return this;
+    }
+
+    public Builder engineSlowRequest(Duration threshold) {
+      this.engineSlowRequest = Objects.requireNonNull(threshold, "engineSlowRequest");
+      return this;
+    }
+
+    public Builder exporter(ExporterKind exporter) {
+      this.exporter = Objects.requireNonNull(exporter, "exporter");
+      return this;
+    }
+
+    public Builder runId(String runId) {
+      this.runId = runId;
+      return this;
+    }
+
+    public Builder serviceName(String serviceName) {
+      this.serviceName = serviceName;
+      return this;
+    }
+
+    public Builder runsDir(Path runsDir) {
+      this.runsDir = Objects.requireNonNull(runsDir, "runsDir");
+      return this;
+    }
+
+    public Builder envPassthrough(Collection<String> names) {
+      this.envPassthrough = new ArrayList<>(names);
+      return this;
+    }
+
+    public Builder shutdownTimeout(Duration timeout) {
+      this.shutdownTimeout = Objects.requireNonNull(timeout, "shutdownTimeout");
+      return this;
+    }
+
+    /** Validates and builds; a missing run id is generated ({@link #newRunId()}). */
+    public TelemetryConfig build() {
+      if (!(engineSampleRatio >= 0.0 && engineSampleRatio <= 1.0)) {
+        throw new ConfigException(key("engine_sample_ratio"), "must be between 0.0 and 1.0, got " + engineSampleRatio);
+      }
+      if (engineSlowRequest.isNegative()) {
+        throw new ConfigException(key("engine_slow_request_ms"), "must not be negative");
+      }
+      if (shutdownTimeout.isNegative() || shutdownTimeout.isZero()) {
+        throw new ConfigException(key("shutdown_timeout_ms"), "must be positive, got " + shutdownTimeout.toMillis());
+      }
+      if (runId == null || runId.isEmpty()) {
+        runId = newRunId();
+      } else if (!RUN_ID.matcher(runId).matches()) {
+        throw new ConfigException(key("run_id"), "'" + runId
+            + "' is not a valid run id (letters, digits, '.', '_', '-'; at most 128; it names a folder)");
+      }
+      if (serviceName == null || serviceName.isBlank()) {
+        throw new ConfigException(key("service_name"), "must not be empty");
+      }
+      List<String> names = new ArrayList<>();
+      for (String n : envPassthrough) {
+        String name = n.trim();
+        if (name.isEmpty()) {
+          continue;
+        }
+        if (!ENV_NAME.matcher(name).matches()) {
+          throw new ConfigException(key("env_passthrough"), "'" + name + "' is not an environment variable name");
+        }
+        names.add(name);
+      }
+      envPassthrough = names;
+      boolean engine = engineTracing != null ? engineTracing : preset == Preset.ALL || extraGroups.contains(SpanGroup.ENGINE);
+      return new TelemetryConfig(this, engine);
+    }
+  }
+}

@@ -1,0 +1,133 @@
+package dev.ravel.telemetry.context;
+
+import io.opentelemetry.api.baggage.propagation.W3CBaggagePropagator;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.propagation.TextMapGetter;
+import io.opentelemetry.context.propagation.TextMapPropagator;
+import java.io.Serializable;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The W3C trace context of a caller ({@code traceparent}, {@code tracestate}, {@code baggage}) as a small
+ * immutable, serializable value: what travels beside the arguments of every actor call and every engine
+ * request so that the callee's spans become children of the caller's.
+ *
+ * <p>A carrier with a malformed or missing {@code traceparent} extracts to a context with no parent span,
+ * so the callee starts a new root rather than failing.
+ */
+public final class TraceCarrier implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  /** Carries nothing: the receiver starts a new trace. */
+  public static final TraceCarrier EMPTY = new TraceCarrier("", "", "");
+
+  private static final TextMapPropagator PROPAGATOR = TextMapPropagator.composite(
+      W3CTraceContextPropagator.getInstance(), W3CBaggagePropagator.getInstance());
+
+  private static final TextMapGetter<Map<String, String>> GETTER = new TextMapGetter<>() {
+    @Override
+    public Iterable<String> keys(Map<String, String> carrier) {
+      return carrier.keySet();
+    }
+
+    @Override
+    public String get(Map<String, String> carrier, String key) {
+      return carrier == null ? null : carrier.get(key);
+    }
+  };
+
+  private final String traceparent;
+  private final String tracestate;
+  private final String baggage;
+
+  private TraceCarrier(String traceparent, String tracestate, String baggage) {
+    this.traceparent = traceparent;
+    this.tracestate = tracestate;
+    this.baggage = baggage;
+  }
+
+  /** A carrier from raw header values; {@code null} counts as absent. */
+  public static TraceCarrier of(String traceparent, String tracestate, String baggage) {
+    return new TraceCarrier(nz(traceparent), nz(tracestate), nz(baggage));
+  }
+
+  /** The context current on this thread. */
+  public static TraceCarrier current() {
+    return capture(Context.current());
+  }
+
+  /** The given context's span context and baggage. */
+  public static TraceCarrier capture(Context context) {
+    Map<String, String> m = new HashMap<>();
+    PROPAGATOR.inject(context, m, Map::put);
+    if (m.isEmpty()) {
+      return EMPTY;
+    }
+    return of(m.get("traceparent"), m.get("tracestate"), m.get("baggage"));
+  }
+
+  /** The context this carrier describes, on top of the root context (a new root if it is malformed). */
+  public Context extract() {
+    return extract(Context.root());
+  }
+
+  /** The context this carrier describes, on top of {@code base}. */
+  public Context extract(Context base) {
+    return PROPAGATOR.extract(base, toHeaders(), GETTER);
+  }
+
+  /** The non-empty values as HTTP headers ({@code traceparent}, {@code tracestate}, {@code baggage}). */
+  public Map<String, String> toHeaders() {
+    Map<String, String> m = new LinkedHashMap<>();
+    if (!traceparent.isEmpty()) {
+      m.put("traceparent", traceparent);
+    }
+    if (!tracestate.isEmpty()) {
+      m.put("tracestate", tracestate);
+    }
+    if (!baggage.isEmpty()) {
+      m.put("baggage", baggage);
+    }
+    return m;
+  }
+
+  public String traceparent() {
+    return traceparent;
+  }
+
+  public String tracestate() {
+    return tracestate;
+  }
+
+  public String baggage() {
+    return baggage;
+  }
+
+  public boolean isEmpty() {
+    return traceparent.isEmpty();
+  }
+
+  private static String nz(String s) {
+    return s == null ? "" : s;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof TraceCarrier c && traceparent.equals(c.traceparent) && tracestate.equals(c.tracestate)
+        && baggage.equals(c.baggage);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(traceparent, tracestate, baggage);
+  }
+
+  @Override
+  public String toString() {
+    return "TraceCarrier{" + (isEmpty() ? "empty" : traceparent) + "}";
+  }
+}

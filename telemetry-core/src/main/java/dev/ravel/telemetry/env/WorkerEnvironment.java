@@ -1,0 +1,118 @@
+package dev.ravel.telemetry.env;
+
+import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.otlp.OtlpSettings;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+
+/**
+ * The environment every worker of a run starts with, built on purpose rather than inherited.
+ * <ul>
+ *   <li>Telemetry settings travel explicitly: the run's {@link TelemetryConfig} as
+ *       {@code RAVEL_TELEMETRY_*}, the driver's resolved OTLP settings as {@code RAVEL_OTLP_*}.</li>
+ *   <li>Trace-enabling {@code OTEL_*} variables that a worker would otherwise inherit from the shell that
+ *       ran {@code ray start} ({@link #MASKED}) are set to the empty string, which masks them, unless
+ *       engine tracing is on; then the traces-specific ones are set to the run's own resolved endpoint,
+ *       so an engine that reads them (vLLM) exports where the run does.</li>
+ *   <li>The variables named in {@code telemetry.env_passthrough} are copied from the driver.</li>
+ * </ul>
+ * {@link #variables()} holds secrets (OTLP headers); {@link #describe()} and {@link #toString()} mask them.
+ */
+public final class WorkerEnvironment {
+  /** Variables masked unless engine tracing is on. */
+  public static final List<String> MASKED = List.of(
+      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+      "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+      "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+      "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+      "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+      "OTEL_EXPORTER_OTLP_ENDPOINT",
+      "OTEL_EXPORTER_OTLP_PROTOCOL",
+      "OTEL_EXPORTER_OTLP_HEADERS",
+      "OTEL_TRACES_EXPORTER",
+      "OTEL_TRACES_SAMPLER",
+      "OTEL_TRACES_SAMPLER_ARG");
+
+  private static final String MASK = "****";
+
+  private final Map<String, String> variables;
+
+  private WorkerEnvironment(Map<String, String> variables) {
+    this.variables = Collections.unmodifiableMap(variables);
+  }
+
+  /**
+   * Builds the environment for {@code config}.
+   *
+   * @param otlp the driver's resolved OTLP settings; used when the config exports over OTLP or engine
+   *     tracing is on
+   * @param driverEnv the driver's own environment, read only for {@code env_passthrough}
+   * @throws ConfigException if a pass-through variable is one that the policy controls
+   */
+  public static WorkerEnvironment of(TelemetryConfig config, OtlpSettings otlp, Map<String, String> driverEnv) {
+    Objects.requireNonNull(config, "config");
+    Objects.requireNonNull(otlp, "otlp");
+    Map<String, String> vars = new LinkedHashMap<>();
+    for (String name : MASKED) {
+      vars.put(name, "");
+    }
+    vars.putAll(config.toEnvironment());
+    if (config.exporter().usesOtlp() || config.engineTracing()) {
+      vars.putAll(otlp.toWorkerEnvironment());
+    }
+    if (config.engineTracing() && config.exporter().usesOtlp()) {
+      vars.putAll(otlp.toTracesEnvironment());
+      // the engine's own sampler decides per request; its exporter follows the caller's decision
+      vars.put("OTEL_TRACES_SAMPLER", "parentbased_always_on");
+    }
+    for (String name : config.envPassthrough()) {
+      if (MASKED.contains(name) || name.startsWith(TelemetryConfig.ENV_PREFIX)
+          || name.startsWith(OtlpSettings.WORKER_PREFIX)) {
+        throw new ConfigException("telemetry.env_passthrough",
+            name + " is set by Ravel's worker-environment policy and cannot be passed through"
+                + (MASKED.contains(name) ? " (turn on telemetry.engine_tracing to let engines see OTLP settings)" : ""));
+      }
+      String v = driverEnv.get(name);
+      if (v != null) {
+        vars.put(name, v);
+      }
+    }
+    return new WorkerEnvironment(vars);
+  }
+
+  /** The variables to put into the worker's runtime environment. Secret: may hold OTLP headers. */
+  public Map<String, String> variables() {
+    return variables;
+  }
+
+  /** Whether the policy masks {@code name} (sets it to the empty string). */
+  public boolean masks(String name) {
+    return "".equals(variables.get(name)) && MASKED.contains(name);
+  }
+
+  /** The variables, sorted, with secret values replaced by {@code ****}; safe to log. */
+  public String describe() {
+    StringBuilder sb = new StringBuilder();
+    new TreeMap<>(variables).forEach((k, v) -> sb.append(k).append('=')
+        .append(isSecret(k) && !v.isEmpty() ? MASK : v).append('\n'));
+    return sb.toString();
+  }
+
+  /** Whether a variable's value must never be printed (headers, tokens, passwords, keys). */
+  public static boolean isSecret(String name) {
+    String n = name.toUpperCase(Locale.ROOT);
+    return n.contains("HEADERS") || n.contains("TOKEN") || n.contains("SECRET") || n.contains("PASSWORD")
+        || n.contains("CREDENTIAL") || n.contains("AUTH") || n.endsWith("_KEY") || n.contains("API_KEY");
+  }
+
+  @Override
+  public String toString() {
+    return "WorkerEnvironment{" + describe().replace('\n', ' ').trim() + "}";
+  }
+}

@@ -1,0 +1,223 @@
+package dev.ravel.telemetry.sdk;
+
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.otlp.OtlpSettings;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.Spans;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.propagation.ContextPropagators;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.common.CompletableResultCode;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.resources.Resource;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
+import io.opentelemetry.sdk.trace.export.SpanExporter;
+import io.opentelemetry.sdk.trace.samplers.Sampler;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One process's telemetry: an OpenTelemetry SDK with a batch span processor feeding the run's exporters
+ * (JSON Lines under {@code runs/<run-id>/} and/or OTLP), a resource that names the run and the process
+ * ({@code service.name}, {@code rl.run.id}, {@code rl.process.role}, plus e.g. Ray ids), counts of spans
+ * exported and dropped, and a flush bounded by {@link TelemetryConfig#shutdownTimeout()} on close.
+ *
+ * <pre>{@code
+ * try (ProcessTelemetry t = ProcessTelemetry.builder(config).role("driver").otlp(settings).start()) {
+ *   try (var s = t.spans().start(SpanGroup.STEP, SpanNames.GRPO_STEP)) { ... }
+ * }
+ * }</pre>
+ * Every span is sampled ({@code rl.*} spans are never thinned); the engine samples its own spans.
+ */
+public final class ProcessTelemetry implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ProcessTelemetry.class);
+
+  private final TelemetryConfig config;
+  private final String role;
+  private final Resource resource;
+  private final OpenTelemetrySdk sdk;
+  private final Spans spans;
+  private final Counters counters;
+  private final Path spanFile;
+  private final SdkMeterProvider selfMeters;
+  private volatile boolean closed;
+
+  private ProcessTelemetry(Builder b) {
+    this.config = b.config;
+    this.role = b.role;
+    this.counters = new Counters();
+    this.resource = Resource.getDefault().merge(Resource.create(Attributes.builder()
+        .put(AttributeKey.stringKey("service.name"), config.serviceName())
+        .put(RavelAttributes.RUN_ID, config.runId())
+        .put(RavelAttributes.PROCESS_ROLE, role)
+        .put(RavelAttributes.PROCESS_PID, ProcessHandle.current().pid())
+        .putAll(b.resource.build())
+        .build()));
+
+    List<SpanExporter> exporters = new ArrayList<>();
+    Path file = null;
+    if (config.exporter().writesFiles()) {
+      file = config.runDir().resolve("traces-" + role + "-" + ProcessHandle.current().pid() + ".jsonl");
+      exporters.add(counters.counting(Exporters.jsonLines(file), "file " + file));
+    }
+    if (config.exporter().usesOtlp()) {
+      OtlpSettings otlp = Objects.requireNonNull(b.otlp, "OTLP settings are required for exporter " + config.exporter());
+      exporters.add(counters.counting(Exporters.otlp(otlp), "OTLP " + otlp.endpoint()));
+    }
+    this.spanFile = file;
+    this.selfMeters = SdkMeterProvider.builder().registerMetricReader(counters.drops).build();
+    io.opentelemetry.sdk.trace.SdkTracerProviderBuilder tp = SdkTracerProvider.builder().setResource(resource).setSampler(Sampler.alwaysOn());
+    tp.addSpanProcessor(counters.endCounter());
+    if (!exporters.isEmpty()) {
+      SpanExporter exporter = exporters.size() == 1 ? exporters.get(0) : SpanExporter.composite(exporters);
+      tp.addSpanProcessor(BatchSpanProcessor.builder(exporter)
+          .setScheduleDelay(b.scheduleDelay)
+          .setMaxQueueSize(b.maxQueueSize)
+          .setMaxExportBatchSize(Math.min(512, b.maxQueueSize))
+          .setMeterProvider(selfMeters)
+          .build());
+    }
+    this.sdk = OpenTelemetrySdk.builder()
+        .setTracerProvider(tp.build())
+        .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
+        .build();
+    this.spans = config.enabled() ? Spans.create(sdk, config.groups()) : Spans.noop();
+  }
+
+  /** Starts building the telemetry of this process for {@code config}. */
+  public static Builder builder(TelemetryConfig config) {
+    return new Builder(config);
+  }
+
+  public OpenTelemetry openTelemetry() {
+    return sdk;
+  }
+
+  public Spans spans() {
+    return spans;
+  }
+
+  public TelemetryConfig config() {
+    return config;
+  }
+
+  public String role() {
+    return role;
+  }
+
+  public Resource resource() {
+    return resource;
+  }
+
+  /** The JSON Lines file this process writes, when the exporter writes files. */
+  public Optional<Path> spanFile() {
+    return Optional.ofNullable(spanFile);
+  }
+
+  /** Current counts of this process's spans. */
+  public ExportStats stats() {
+    return counters.snapshot();
+  }
+
+  /** Exports what is queued, waiting at most {@code timeout}; false if it did not finish in time. */
+  public boolean flush(Duration timeout) {
+    CompletableResultCode r = sdk.getSdkTracerProvider().forceFlush();
+    r.join(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    return r.isDone() && r.isSuccess();
+  }
+
+  /** Flushes and shuts down, bounded by the configured shutdown timeout. Never throws. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    long budget = config.shutdownTimeout().toMillis();
+    long start = System.nanoTime();
+    try {
+      boolean flushed = flush(Duration.ofMillis(budget));
+      long left = Math.max(1, budget - (System.nanoTime() - start) / 1_000_000);
+      CompletableResultCode r = sdk.getSdkTracerProvider().shutdown();
+      r.join(left, TimeUnit.MILLISECONDS);
+      ExportStats s = stats();
+      if (!flushed || s.failed() > 0 || s.dropped() > 0) {
+        LOG.warn("telemetry of {} ({}) closed with {}{}", role, config.runId(), s,
+            flushed ? "" : " (flush did not finish within " + budget + " ms)");
+      }
+      selfMeters.shutdown();
+    } catch (RuntimeException e) {
+      LOG.warn("telemetry shutdown of {} failed: {}", role, e.toString());
+    }
+  }
+
+  /** Builds a {@link ProcessTelemetry}. */
+  public static final class Builder {
+    private final TelemetryConfig config;
+    private String role = "driver";
+    private OtlpSettings otlp;
+    private final io.opentelemetry.api.common.AttributesBuilder resource = Attributes.builder();
+    private Duration scheduleDelay = Duration.ofMillis(500);
+    private int maxQueueSize = 8192;
+
+    private Builder(TelemetryConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
+    }
+
+    /** The process role ({@code driver}, {@code generation_worker}, ...); it names the span file. */
+    public Builder role(String role) {
+      if (role == null || !role.matches("[a-z0-9_.-]+")) {
+        throw new IllegalArgumentException("role must be lower-case letters, digits, '_', '.', '-': " + role);
+      }
+      this.role = role;
+      return this;
+    }
+
+    /** The resolved OTLP settings, required when the exporter is {@code otlp} or {@code both}. */
+    public Builder otlp(OtlpSettings otlp) {
+      this.otlp = otlp;
+      return this;
+    }
+
+    /** Adds a resource attribute (for example {@code ray.actor.id}). */
+    public <T> Builder resource(AttributeKey<T> key, T value) {
+      if (value != null) {
+        resource.put(key, value);
+      }
+      return this;
+    }
+
+    /** How often queued spans are exported (default 500 ms). */
+    public Builder scheduleDelay(Duration delay) {
+      this.scheduleDelay = Objects.requireNonNull(delay);
+      return this;
+    }
+
+    /** Spans queued for export before new ones are dropped (default 8192). */
+    public Builder maxQueueSize(int size) {
+      if (size < 1) {
+        throw new IllegalArgumentException("maxQueueSize must be positive: " + size);
+      }
+      this.maxQueueSize = size;
+      return this;
+    }
+
+    public ProcessTelemetry start() {
+      if (config.exporter().usesOtlp() && otlp == null) {
+        throw new IllegalStateException("exporter " + config.exporter().configName() + " needs OTLP settings");
+      }
+      return new ProcessTelemetry(this);
+    }
+  }
+}

@@ -1,0 +1,120 @@
+package dev.ravel.telemetry.spans;
+
+import dev.ravel.telemetry.context.TraceCarrier;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.Scope;
+
+/**
+ * A started span that is current until {@link #close()}: use it in try-with-resources,
+ * {@code try (var s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) { ... }}. When the span's group
+ * is off, {@link Spans#start} returns a shared instance whose methods do nothing.
+ */
+public final class ScopedSpan implements AutoCloseable {
+  static final ScopedSpan NOOP = new ScopedSpan(Span.getInvalid(), null, false);
+
+  private final Span span;
+  private final Scope scope;
+  private final boolean recording;
+
+  ScopedSpan(Span span, Scope scope, boolean recording) {
+    this.span = span;
+    this.scope = scope;
+    this.recording = recording;
+  }
+
+  public ScopedSpan set(String key, String value) {
+    if (recording && value != null) {
+      span.setAttribute(key, value);
+    }
+    return this;
+  }
+
+  public ScopedSpan set(String key, long value) {
+    if (recording) {
+      span.setAttribute(key, value);
+    }
+    return this;
+  }
+
+  public ScopedSpan set(String key, double value) {
+    if (recording) {
+      span.setAttribute(key, value);
+    }
+    return this;
+  }
+
+  public ScopedSpan set(String key, boolean value) {
+    if (recording) {
+      span.setAttribute(key, value);
+    }
+    return this;
+  }
+
+  public <T> ScopedSpan set(AttributeKey<T> key, T value) {
+    if (recording && value != null) {
+      span.setAttribute(key, value);
+    }
+    return this;
+  }
+
+  /** Links this span to another (for example, the rollout a training step consumed). */
+  public ScopedSpan link(SpanContext other) {
+    if (recording && other != null && other.isValid()) {
+      span.addLink(other);
+    }
+    return this;
+  }
+
+  /** Adds an event. */
+  public ScopedSpan event(String name) {
+    if (recording) {
+      span.addEvent(name);
+    }
+    return this;
+  }
+
+  /** Records {@code error} and marks the span as failed. */
+  public ScopedSpan error(Throwable error) {
+    if (recording) {
+      span.recordException(error);
+      span.setStatus(StatusCode.ERROR, String.valueOf(error.getMessage()));
+    }
+    return this;
+  }
+
+  /** Marks the span as failed without an exception. */
+  public ScopedSpan error(String description) {
+    if (recording) {
+      span.setStatus(StatusCode.ERROR, description);
+    }
+    return this;
+  }
+
+  public boolean isRecording() {
+    return recording;
+  }
+
+  public SpanContext spanContext() {
+    return span.getSpanContext();
+  }
+
+  /** The carrier of this span (or of the current context when the span's group is off). */
+  public TraceCarrier carrier() {
+    return recording ? TraceCarrier.capture(Context.current().with(span)) : TraceCarrier.current();
+  }
+
+  /** Ends the span and restores the previous context. */
+  @Override
+  public void close() {
+    if (scope != null) {
+      scope.close();
+    }
+    if (recording) {
+      span.end();
+    }
+  }
+}

@@ -1,0 +1,44 @@
+package dev.ravel.telemetry.spans;
+
+/** Every span name Ravel emits, in one place (see DESIGN.md, "Span placement"). */
+public final class SpanNames {
+  private SpanNames() {}
+
+  public static final String GRPO_STEP = "rl.grpo.step";
+  public static final String GRPO_DATA_PROCESSING = "rl.grpo.data_processing";
+  public static final String GRPO_REFIT = "rl.grpo.refit";
+  public static final String GRPO_GENERATION = "rl.grpo.generation";
+  public static final String VLLM_GENERATE = "rl.vllm.generate";
+  public static final String GRPO_REWARD = "rl.grpo.reward_calculation";
+  public static final String GRPO_LOGPROBS = "rl.grpo.policy_and_reference_logprobs";
+  public static final String GRPO_ADVANTAGE = "rl.grpo.advantage_calculation";
+  public static final String GRPO_TRAINING = "rl.grpo.policy_training";
+  public static final String GRPO_CHECKPOINT = "rl.grpo.checkpointing";
+  public static final String IDLE_BUFFER_STARVATION = "rl.idle.buffer_starvation";
+  public static final String IDLE_REFIT_BUBBLE = "rl.idle.refit_bubble";
+  public static final String JOB_SUBMIT = "rl.job.submit";
+  public static final String JOB_RUN = "rl.job.run";
+  public static final String DEMO_RUN = "rl.demo.run";
+  /** The inference engine's per-request span (vLLM's name). */
+  public static final String LLM_REQUEST = "llm_request";
+
+  /**
+   * The span an actor opens for a call it serves: {@code rl.<role>.<method in snake_case>}, for example
+   * {@code rl.worker.update_weights} for {@code updateWeights} on a role named {@code worker}.
+   */
+  public static String actorCall(String role, String method) {
+    StringBuilder sb = new StringBuilder("rl.").append(role).append('.');
+    for (int i = 0; i < method.length(); i++) {
+      char c = method.charAt(i);
+      if (Character.isUpperCase(c)) {
+        if (i > 0) {
+          sb.append('_');
+        }
+        sb.append(Character.toLowerCase(c));
+      } else {
+        sb.append(c);
+      }
+    }
+    return sb.toString();
+  }
+}

@@ -1,0 +1,118 @@
+package dev.ravel.telemetry.spans;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanBuilder;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.context.Context;
+import java.util.EnumSet;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Starts Ravel's spans so that algorithm code stays one line per span:
+ * <pre>{@code
+ * try (var s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) { ... }
+ * int n = spans.call(SpanGroup.REWARD, SpanNames.GRPO_REWARD, () -> score(batch)); // errors recorded
+ * }</pre>
+ * A span whose group is off is not created at all: {@link #start} returns a shared no-op and the current
+ * context is left as it is, so spans below it nest under the nearest recording ancestor.
+ */
+public final class Spans {
+  /** The instrumentation scope name of Ravel's spans. */
+  public static final String SCOPE = "dev.ravel";
+
+  private static final Spans NOOP = new Spans(OpenTelemetry.noop().getTracer(SCOPE), Set.of());
+
+  private final Tracer tracer;
+  private final Set<SpanGroup> on;
+
+  private Spans(Tracer tracer, Set<SpanGroup> on) {
+    this.tracer = tracer;
+    this.on = on.isEmpty() ? EnumSet.noneOf(SpanGroup.class) : EnumSet.copyOf(on);
+  }
+
+  /** Spans from {@code otel}'s tracer for the groups in {@code on}. */
+  public static Spans create(OpenTelemetry otel, Set<SpanGroup> on) {
+    return new Spans(Objects.requireNonNull(otel, "otel").getTracer(SCOPE), on);
+  }
+
+  /** Spans that are all off. */
+  public static Spans noop() {
+    return NOOP;
+  }
+
+  public boolean isOn(SpanGroup group) {
+    return on.contains(group);
+  }
+
+  public Tracer tracer() {
+    return tracer;
+  }
+
+  /** Starts {@code name} as a child of the current span and makes it current. */
+  public ScopedSpan start(SpanGroup group, String name) {
+    return start(group, name, SpanKind.INTERNAL, null);
+  }
+
+  /** Starts {@code name} as a child of {@code parent} (for example a context resumed from a carrier). */
+  public ScopedSpan start(SpanGroup group, String name, Context parent) {
+    return start(group, name, SpanKind.INTERNAL, parent);
+  }
+
+  /** Starts a span of the given kind under {@code parent} (the current context when null). */
+  public ScopedSpan start(SpanGroup group, String name, SpanKind kind, Context parent) {
+    if (!on.contains(group)) {
+      return parent == null ? ScopedSpan.NOOP : new ScopedSpan(Span.getInvalid(), parent.makeCurrent(), false);
+    }
+    Context base = parent == null ? Context.current() : parent;
+    SpanBuilder b = tracer.spanBuilder(name).setParent(base).setSpanKind(kind);
+    Span span = b.startSpan();
+    return new ScopedSpan(span, base.with(span).makeCurrent(), true);
+  }
+
+  /** Runs {@code body} in a span: an exception is recorded, the status set to error, and rethrown. */
+  public <T, E extends Exception> T call(SpanGroup group, String name, Body<T, E> body) throws E {
+    try (ScopedSpan s = start(group, name)) {
+      try {
+        return body.run(s);
+      } catch (RuntimeException | Error e) {
+        s.error(e);
+        throw e;
+      } catch (Exception e) {
+        s.error(e);
+        throw e;
+      }
+    }
+  }
+
+  /** Runs {@code body} in a span, as {@link #call}, for a body with no result. */
+  public <E extends Exception> void run(SpanGroup group, String name, VoidBody<E> body) throws E {
+    call(group, name, s -> {
+      body.run(s);
+      return null;
+    });
+  }
+
+  /** Marks the current span as failed; used by callers that caught an exception themselves. */
+  public static void recordError(Throwable error) {
+    Span span = Span.current();
+    span.recordException(error);
+    span.setStatus(StatusCode.ERROR, String.valueOf(error.getMessage()));
+  }
+
+  /** A body that returns a value and may throw. */
+  @FunctionalInterface
+  public interface Body<T, E extends Exception> {
+    T run(ScopedSpan span) throws E;
+  }
+
+  /** A body with no result that may throw. */
+  @FunctionalInterface
+  public interface VoidBody<E extends Exception> {
+    void run(ScopedSpan span) throws E;
+  }
+}

@@ -1,0 +1,45 @@
+package dev.ravel.workers.actor;
+
+import dev.ravel.telemetry.context.TraceCarrier;
+import java.io.Serializable;
+
+/**
+ * One actor call as it travels through Ray: the caller's trace context (the "header") beside the role
+ * method and its arguments. Built only by {@link RavelActorHandle}; resumed only by {@link RavelActor}.
+ */
+public final class ActorInvocation implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final TraceCarrier carrier;
+  private final String method;
+  private final String descriptor;
+  private final Object[] args;
+
+  ActorInvocation(TraceCarrier carrier, String method, String descriptor, Object[] args) {
+    this.carrier = carrier;
+    this.method = method;
+    this.descriptor = descriptor;
+    this.args = args;
+  }
+
+  TraceCarrier carrier() {
+    return carrier;
+  }
+
+  String method() {
+    return method;
+  }
+
+  String descriptor() {
+    return descriptor;
+  }
+
+  Object[] args() {
+    return args;
+  }
+
+  @Override
+  public String toString() {
+    return method + descriptor + " " + carrier;
+  }
+}

@@ -1,0 +1,131 @@
+package dev.ravel.workers.actor;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.sdk.ExportStats;
+import dev.ravel.telemetry.sdk.ProcessTelemetry;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.telemetry.spans.Spans;
+import io.opentelemetry.api.trace.SpanKind;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Base class of every Ravel actor: the receiving side of the one propagation mechanism. Ray calls only
+ * {@link #invoke}; it resumes the caller's context from the call's carrier, runs the role method in a
+ * span {@code rl.<role>.<method>} (group {@link SpanGroup#WORKER}) under it, records and rethrows an
+ * exception as itself, and ends the span. Actor implementations just implement their role interface and
+ * open their own inner spans with {@link #spans()}.
+ */
+public abstract class RavelActor implements RavelRole {
+  private final ActorRole role;
+  private final ProcessTelemetry telemetry;
+  private final Map<String, Method> methods = new ConcurrentHashMap<>();
+
+  protected RavelActor() {
+    this.role = roleOf(getClass());
+    this.telemetry = WorkerProcess.telemetry(role.name());
+  }
+
+  /** This process's span helper. */
+  protected final Spans spans() {
+    return telemetry.spans();
+  }
+
+  /** This process's telemetry. */
+  protected final ProcessTelemetry telemetry() {
+    return telemetry;
+  }
+
+  @Override
+  public ExportStats telemetryStats() {
+    return telemetry.stats();
+  }
+
+  @Override
+  public ExportStats flushTelemetry(long timeoutMs) {
+    telemetry.flush(Duration.ofMillis(timeoutMs));
+    return telemetry.stats();
+  }
+
+  /**
+   * The single remote entry point of every Ravel actor. Not for direct use: {@link RavelActorHandle}
+   * builds the invocation.
+   */
+  public final Object invoke(ActorInvocation call) throws Exception {
+    Method m = methods.computeIfAbsent(call.method() + call.descriptor(), k -> resolve(call));
+    if (isRavelRoleMethod(m)) {
+      return dispatch(m, call.args());
+    }
+    String name = SpanNames.actorCall(role.spans(), m.getName());
+    try (ScopedSpan s = spans().start(SpanGroup.WORKER, name, SpanKind.SERVER, call.carrier().extract())) {
+      s.set(RavelAttributes.ACTOR_ROLE, role.name()).set(RavelAttributes.ACTOR_METHOD, m.getName());
+      try {
+        return dispatch(m, call.args());
+      } catch (Exception | Error e) {
+        s.error(e);
+        throw e;
+      }
+    }
+  }
+
+  private Object dispatch(Method m, Object[] args) throws Exception {
+    try {
+      return m.invoke(this, args);
+    } catch (InvocationTargetException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof Exception ex) {
+        throw ex;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw e;
+    }
+  }
+
+  private Method resolve(ActorInvocation call) {
+    try {
+      Class<?>[] params = MethodType.fromMethodDescriptorString(call.descriptor(), getClass().getClassLoader())
+          .parameterArray();
+      Method m = getClass().getMethod(call.method(), params);
+      m.setAccessible(true);
+      return m;
+    } catch (NoSuchMethodException e) {
+      throw new IllegalArgumentException(getClass().getName() + " has no method " + call.method() + call.descriptor(), e);
+    }
+  }
+
+  private static boolean isRavelRoleMethod(Method m) {
+    try {
+      RavelRole.class.getMethod(m.getName(), m.getParameterTypes());
+      return true;
+    } catch (NoSuchMethodException e) {
+      return false;
+    }
+  }
+
+  static ActorRole roleOf(Class<?> type) {
+    Deque<Class<?>> todo = new ArrayDeque<>();
+    todo.add(type);
+    while (!todo.isEmpty()) {
+      Class<?> c = todo.poll();
+      ActorRole r = c.getAnnotation(ActorRole.class);
+      if (r != null && c.isInterface()) {
+        return r;
+      }
+      if (c.getSuperclass() != null) {
+        todo.add(c.getSuperclass());
+      }
+      todo.addAll(java.util.List.of(c.getInterfaces()));
+    }
+    throw new IllegalStateException(type.getName() + " implements no role interface annotated with @ActorRole");
+  }
+}

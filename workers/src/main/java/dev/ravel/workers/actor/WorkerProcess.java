@@ -1,0 +1,58 @@
+package dev.ravel.workers.actor;
+
+import dev.ravel.telemetry.config.ExporterKind;
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.otlp.OtlpSettings;
+import dev.ravel.telemetry.sdk.ProcessTelemetry;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import io.ray.api.Ray;
+import io.ray.api.runtimecontext.RuntimeContext;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The telemetry of an actor's worker process, started once from the environment that the driver's
+ * worker-environment policy built ({@code RAVEL_TELEMETRY_*}, {@code RAVEL_OTLP_*}) and closed, with a
+ * bounded flush, when the process exits.
+ */
+final class WorkerProcess {
+  private static final Logger LOG = LoggerFactory.getLogger(WorkerProcess.class);
+  private static ProcessTelemetry telemetry;
+
+  private WorkerProcess() {}
+
+  static synchronized ProcessTelemetry telemetry(String role) {
+    if (telemetry == null) {
+      telemetry = start(role, System.getenv());
+      ProcessTelemetry t = telemetry;
+      Runtime.getRuntime().addShutdownHook(new Thread(t::close, "ravel-telemetry-shutdown"));
+    }
+    return telemetry;
+  }
+
+  private static ProcessTelemetry start(String role, Map<String, String> env) {
+    TelemetryConfig config;
+    String runId = env.get(TelemetryConfig.ENV_PREFIX + "RUN_ID");
+    if (runId == null || runId.isEmpty()) {
+      LOG.warn("actor {} started without Ravel's worker environment (no {}RUN_ID): its telemetry is off."
+          + " Create actors with RavelActors so the environment policy applies.", role, TelemetryConfig.ENV_PREFIX);
+      config = TelemetryConfig.builder().enabled(false).exporter(ExporterKind.NONE).build();
+    } else {
+      config = TelemetryConfig.fromMap(Map.of(), env);
+    }
+    ProcessTelemetry.Builder b = ProcessTelemetry.builder(config).role(role);
+    if (config.exporter().usesOtlp()) {
+      b.otlp(OtlpSettings.fromWorkerEnvironment(env));
+    }
+    try {
+      RuntimeContext ctx = Ray.getRuntimeContext();
+      b.resource(RavelAttributes.RAY_JOB_ID, String.valueOf(ctx.getCurrentJobId()));
+      b.resource(RavelAttributes.RAY_ACTOR_ID, String.valueOf(ctx.getCurrentActorId()));
+      b.resource(RavelAttributes.RAY_NODE_ID, String.valueOf(ctx.getCurrentNodeId()));
+    } catch (RuntimeException e) {
+      LOG.debug("no Ray runtime context for telemetry resource: {}", e.toString());
+    }
+    return b.start();
+  }
+}

@@ -1,0 +1,32 @@
+package dev.ravel.workers.demo;
+
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.actor.RavelActors;
+import java.util.List;
+import java.util.Map;
+
+/** {@link Relay} on Ray. */
+public final class RelayActor extends RavelActor implements Relay {
+  private final RavelActorHandle<Responder> responder;
+
+  public RelayActor(RavelActorHandle<Responder> responder) {
+    this.responder = responder;
+  }
+
+  @Override
+  public String relay(String message) {
+    return "relay pid " + ProcessHandle.current().pid() + " <- "
+        + RavelActors.get(responder.call(Responder::respond, message));
+  }
+
+  @Override
+  public String relayFailure(String message) {
+    return RavelActors.get(responder.call(Responder::fail, message));
+  }
+
+  @Override
+  public Map<String, String> environment(List<String> names) {
+    return Environments.view(names);
+  }
+}
