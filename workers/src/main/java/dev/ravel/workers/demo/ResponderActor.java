@@ -48,7 +48,7 @@ public final class ResponderActor extends RavelActor implements Responder {
       synchronized (this) {
         if (engineTelemetry == null) {
           engineTelemetry = ProcessTelemetry.builder(telemetry().config().toBuilder()
-                  .exporter(ExporterKind.OTLP).serviceName("engine").build())
+                  .enabled(true).exporter(ExporterKind.OTLP).serviceName("engine").build())
               .role("engine")
               .otlp(OtlpSettings.resolve(System.getenv()))
               .start();

@@ -1,0 +1,88 @@
+package dev.ravel.it.support;
+
+import com.sun.net.httpserver.HttpServer;
+import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
+import io.opentelemetry.proto.common.v1.KeyValue;
+import io.opentelemetry.proto.trace.v1.ResourceSpans;
+import io.opentelemetry.proto.trace.v1.ScopeSpans;
+import io.opentelemetry.proto.trace.v1.Span;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * An OTLP/HTTP traces receiver on 127.0.0.1 that decodes each protobuf {@code ExportTraceServiceRequest}
+ * and keeps its spans: where a test needs to see exactly which process exported what, to which endpoint.
+ */
+public final class OtlpHttpSink implements AutoCloseable {
+  private final HttpServer server;
+  private final AtomicInteger requests = new AtomicInteger();
+  private final List<Received> spans = new CopyOnWriteArrayList<>();
+
+  public OtlpHttpSink() throws IOException {
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext("/", exchange -> {
+      requests.incrementAndGet();
+      try (InputStream in = exchange.getRequestBody()) {
+        ExportTraceServiceRequest req = ExportTraceServiceRequest.parseFrom(in.readAllBytes());
+        for (ResourceSpans rs : req.getResourceSpansList()) {
+          String role = attr(rs.getResource().getAttributesList(), "rl.process.role");
+          String service = attr(rs.getResource().getAttributesList(), "service.name");
+          for (ScopeSpans ss : rs.getScopeSpansList()) {
+            for (Span s : ss.getSpansList()) {
+              spans.add(new Received(exchange.getRequestURI().getPath(), service, role, s.getName(),
+                  HexFormat.of().formatHex(s.getTraceId().toByteArray()),
+                  HexFormat.of().formatHex(s.getSpanId().toByteArray()),
+                  HexFormat.of().formatHex(s.getParentSpanId().toByteArray())));
+            }
+          }
+        }
+        byte[] body = ExportTraceServiceResponse.getDefaultInstance().toByteArray();
+        exchange.getResponseHeaders().add("Content-Type", "application/x-protobuf");
+        exchange.sendResponseHeaders(200, body.length);
+        exchange.getResponseBody().write(body);
+      } catch (IOException | RuntimeException e) {
+        exchange.sendResponseHeaders(400, -1);
+      } finally {
+        exchange.close();
+      }
+    });
+    server.start();
+  }
+
+  private static String attr(List<KeyValue> kvs, String key) {
+    return kvs.stream().filter(kv -> kv.getKey().equals(key)).map(kv -> kv.getValue().getStringValue())
+        .findFirst().orElse("");
+  }
+
+  public int port() {
+    return server.getAddress().getPort();
+  }
+
+  /** {@code http://127.0.0.1:<port>} */
+  public String baseUrl() {
+    return "http://127.0.0.1:" + port();
+  }
+
+  public int requests() {
+    return requests.get();
+  }
+
+  public List<Received> spans() {
+    return List.copyOf(spans);
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+  }
+
+  /** A received span. */
+  public record Received(String path, String service, String role, String name, String traceId, String spanId,
+      String parentSpanId) {}
+}

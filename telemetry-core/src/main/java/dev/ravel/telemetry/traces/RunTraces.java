@@ -1,0 +1,101 @@
+package dev.ravel.telemetry.traces;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * All spans of one run, read from its JSON Lines files ({@code runs/<run-id>/*.jsonl}, one per process),
+ * with every unreadable line reported as a problem naming its file and line number while the rest of the
+ * run is still read.
+ */
+public final class RunTraces {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final List<SpanRecord> spans;
+  private final List<String> problems;
+
+  private RunTraces(List<SpanRecord> spans, List<String> problems) {
+    this.spans = List.copyOf(spans);
+    this.problems = List.copyOf(problems);
+  }
+
+  /** Reads every {@code *.jsonl} file of {@code runDir}. */
+  public static RunTraces readDir(Path runDir) {
+    if (!Files.isDirectory(runDir)) {
+      throw new IllegalArgumentException("no such run folder: " + runDir);
+    }
+    List<SpanRecord> spans = new ArrayList<>();
+    List<String> problems = new ArrayList<>();
+    try (Stream<Path> files = Files.list(runDir)) {
+      for (Path f : files.filter(p -> p.toString().endsWith(".jsonl")).sorted().toList()) {
+        readFile(f, spans, problems);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + runDir, e);
+    }
+    return new RunTraces(spans, problems);
+  }
+
+  private static void readFile(Path f, List<SpanRecord> spans, List<String> problems) throws IOException {
+    try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
+      String line;
+      int n = 0;
+      while ((line = r.readLine()) != null) {
+        n++;
+        if (line.isBlank()) {
+          continue;
+        }
+        try {
+          JsonNode node = JSON.readTree(line);
+          spans.addAll(OtlpJson.spans(node, f.getFileName() + ":" + n));
+        } catch (IOException | RuntimeException e) {
+          problems.add(f + ":" + n + ": unreadable line (" + firstLine(e.getMessage()) + ")");
+        }
+      }
+    }
+  }
+
+  private static String firstLine(String s) {
+    if (s == null) {
+      return "?";
+    }
+    int i = s.indexOf('\n');
+    return i < 0 ? s : s.substring(0, i);
+  }
+
+  public List<SpanRecord> spans() {
+    return spans;
+  }
+
+  /** Lines that could not be read, as {@code file:line: reason}. */
+  public List<String> problems() {
+    return problems;
+  }
+
+  /** Spans by span id. */
+  public Map<String, SpanRecord> byId() {
+    return spans.stream().collect(Collectors.toMap(SpanRecord::spanId, Function.identity(), (a, b) -> a));
+  }
+
+  /** Spans with the given name. */
+  public List<SpanRecord> named(String name) {
+    return spans.stream().filter(s -> s.name().equals(name)).toList();
+  }
+
+  /** Spans grouped by trace id. */
+  public Map<String, List<SpanRecord>> byTrace() {
+    return spans.stream().collect(Collectors.groupingBy(SpanRecord::traceId));
+  }
+}
