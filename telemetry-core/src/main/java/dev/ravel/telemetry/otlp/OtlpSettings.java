@@ -96,11 +96,13 @@ public final class OtlpSettings {
 
     Map<String, String> headers = src.get("HEADERS").map(OtlpSettings::headers).orElse(Map.of());
     Path certificate = src.get("CERTIFICATE").map(OtlpSettings::pemFile).orElse(null);
-    Path clientKey = src.get("CLIENT_KEY").map(OtlpSettings::pemFile).orElse(null);
-    Path clientCert = src.get("CLIENT_CERTIFICATE").map(OtlpSettings::pemFile).orElse(null);
+    Optional<Setting> keySetting = src.get("CLIENT_KEY");
+    Optional<Setting> certSetting = src.get("CLIENT_CERTIFICATE");
+    Path clientKey = keySetting.map(OtlpSettings::pemFile).orElse(null);
+    Path clientCert = certSetting.map(OtlpSettings::pemFile).orElse(null);
     if ((clientKey == null) != (clientCert == null)) {
-      String missing = src.name(clientKey == null ? "CLIENT_KEY" : "CLIENT_CERTIFICATE");
-      throw new ConfigException(missing, "client TLS needs both a client key and a client certificate");
+      String given = keySetting.or(() -> certSetting).get().key;
+      throw new ConfigException(given, "client TLS needs both a client key and a client certificate");
     }
     if ((certificate != null || clientKey != null) && !"https".equals(endpoint.getScheme())) {
       throw new ConfigException(ep.map(s -> s.key).orElse(src.name("ENDPOINT")),
@@ -234,6 +236,13 @@ public final class OtlpSettings {
     }
     if (certificate != null) {
       env.put(TRACES_PREFIX + "CERTIFICATE", certificate.toString());
+    }
+    if (clientKey != null) {
+      env.put(TRACES_PREFIX + "CLIENT_KEY", clientKey.toString());
+      env.put(TRACES_PREFIX + "CLIENT_CERTIFICATE", clientCertificate.toString());
+    }
+    if (gzip) {
+      env.put(TRACES_PREFIX + "COMPRESSION", "gzip");
     }
     env.put(TRACES_PREFIX + "TIMEOUT", Long.toString(timeout.toMillis()));
     return env;
