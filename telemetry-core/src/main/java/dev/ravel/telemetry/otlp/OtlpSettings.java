@@ -101,8 +101,12 @@ public final class OtlpSettings {
     Path clientKey = keySetting.map(OtlpSettings::pemFile).orElse(null);
     Path clientCert = certSetting.map(OtlpSettings::pemFile).orElse(null);
     if ((clientKey == null) != (clientCert == null)) {
+      // name the missing variable, in the family (traces-specific or generic) of the one that was given
       String given = keySetting.or(() -> certSetting).get().key;
-      throw new ConfigException(given, "client TLS needs both a client key and a client certificate");
+      String family = given.substring(0, given.lastIndexOf(clientKey == null ? "CLIENT_CERTIFICATE" : "CLIENT_KEY"));
+      String missing = family + (clientKey == null ? "CLIENT_KEY" : "CLIENT_CERTIFICATE");
+      throw new ConfigException(missing, "client TLS needs both a client key and a client certificate (" + given
+          + " is set)");
     }
     if ((certificate != null || clientKey != null) && !"https".equals(endpoint.getScheme())) {
       throw new ConfigException(ep.map(s -> s.key).orElse(src.name("ENDPOINT")),
