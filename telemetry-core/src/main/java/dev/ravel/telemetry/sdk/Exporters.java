@@ -3,7 +3,13 @@ package dev.ravel.telemetry.sdk;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.otlp.OtlpProtocol;
 import dev.ravel.telemetry.otlp.OtlpSettings;
+import io.opentelemetry.exporter.logging.otlp.internal.metrics.OtlpStdoutMetricExporter;
 import io.opentelemetry.exporter.logging.otlp.internal.traces.OtlpStdoutSpanExporter;
+import io.opentelemetry.exporter.otlp.http.metrics.OtlpHttpMetricExporter;
+import io.opentelemetry.exporter.otlp.http.metrics.OtlpHttpMetricExporterBuilder;
+import io.opentelemetry.exporter.otlp.metrics.OtlpGrpcMetricExporter;
+import io.opentelemetry.exporter.otlp.metrics.OtlpGrpcMetricExporterBuilder;
+import io.opentelemetry.sdk.metrics.export.MetricExporter;
 import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
 import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporterBuilder;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
@@ -58,6 +64,51 @@ final class Exporters {
     } catch (IllegalArgumentException e) {
       // the SDK rejects what our resolution let through (for example a malformed PEM file)
       throw new ConfigException(OtlpSettings.TRACES_PREFIX + "CERTIFICATE", e.getMessage());
+    }
+  }
+
+  /**
+   * An OTLP metric exporter to the same collector as the spans: for http/protobuf the traces URL's
+   * {@code v1/traces} becomes {@code v1/metrics}; gRPC uses the same endpoint.
+   */
+  static MetricExporter otlpMetrics(OtlpSettings s) {
+    try {
+      if (s.protocol() == OtlpProtocol.GRPC) {
+        OtlpGrpcMetricExporterBuilder b = OtlpGrpcMetricExporter.builder()
+            .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
+        s.headers().forEach(b::addHeader);
+        if (s.certificate().isPresent()) {
+          b.setTrustedCertificates(Files.readAllBytes(s.certificate().get()));
+        }
+        if (s.clientKey().isPresent()) {
+          b.setClientTls(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
+        }
+        return b.build();
+      }
+      String url = s.endpoint().toString();
+      url = url.endsWith("/v1/traces") ? url.substring(0, url.length() - "traces".length()) + "metrics" : url;
+      OtlpHttpMetricExporterBuilder b = OtlpHttpMetricExporter.builder().setEndpoint(url).setTimeout(s.timeout());
+      s.headers().forEach(b::addHeader);
+      if (s.certificate().isPresent()) {
+        b.setTrustedCertificates(Files.readAllBytes(s.certificate().get()));
+      }
+      if (s.clientKey().isPresent()) {
+        b.setClientTls(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
+      }
+      return b.build();
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading OTLP TLS files", e);
+    }
+  }
+
+  /** Appends OTLP JSON Lines metrics ({@code {"resourceMetrics":[...]}} per line) to {@code file}. */
+  static MetricExporter jsonLinesMetrics(Path file) {
+    try {
+      Files.createDirectories(file.getParent());
+      OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+      return OtlpStdoutMetricExporter.builder().setOutput(out).setWrapperJsonObject(true).build();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write metrics file " + file, e);
     }
   }
 

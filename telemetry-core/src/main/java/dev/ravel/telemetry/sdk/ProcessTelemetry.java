@@ -12,6 +12,7 @@ import io.opentelemetry.context.propagation.ContextPropagators;
 import io.opentelemetry.sdk.OpenTelemetrySdk;
 import io.opentelemetry.sdk.common.CompletableResultCode;
 import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.metrics.export.PeriodicMetricReader;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
 import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
@@ -51,6 +52,7 @@ public final class ProcessTelemetry implements AutoCloseable {
   private final Counters counters;
   private final Path spanFile;
   private final SdkMeterProvider selfMeters;
+  private final SdkMeterProvider meters;
   private volatile boolean closed;
 
   private ProcessTelemetry(Builder b) {
@@ -77,6 +79,17 @@ public final class ProcessTelemetry implements AutoCloseable {
     }
     this.spanFile = file;
     this.selfMeters = SdkMeterProvider.builder().registerMetricReader(counters.drops).build();
+    io.opentelemetry.sdk.metrics.SdkMeterProviderBuilder mp = SdkMeterProvider.builder().setResource(resource);
+    if (config.enabled() && config.exporter().writesFiles()) {
+      Path metricsFile = config.runDir().resolve("metrics-" + role + "-" + ProcessHandle.current().pid() + ".jsonl");
+      mp.registerMetricReader(PeriodicMetricReader.builder(Exporters.jsonLinesMetrics(metricsFile))
+          .setInterval(b.metricInterval).build());
+    }
+    if (config.enabled() && config.exporter().usesOtlp()) {
+      mp.registerMetricReader(PeriodicMetricReader.builder(Exporters.otlpMetrics(b.otlp))
+          .setInterval(b.metricInterval).build());
+    }
+    this.meters = mp.build();
     io.opentelemetry.sdk.trace.SdkTracerProviderBuilder tp = SdkTracerProvider.builder().setResource(resource).setSampler(Sampler.alwaysOn());
     tp.addSpanProcessor(counters.endCounter());
     if (!exporters.isEmpty()) {
@@ -90,6 +103,7 @@ public final class ProcessTelemetry implements AutoCloseable {
     }
     this.sdk = OpenTelemetrySdk.builder()
         .setTracerProvider(tp.build())
+        .setMeterProvider(meters)
         .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
         .build();
     this.spans = config.enabled() ? Spans.create(sdk, config.groups()) : Spans.noop();
@@ -132,7 +146,8 @@ public final class ProcessTelemetry implements AutoCloseable {
 
   /** Exports what is queued, waiting at most {@code timeout}; false if it did not finish in time. */
   public boolean flush(Duration timeout) {
-    CompletableResultCode r = sdk.getSdkTracerProvider().forceFlush();
+    CompletableResultCode r = CompletableResultCode.ofAll(List.of(
+        sdk.getSdkTracerProvider().forceFlush(), meters.forceFlush()));
     r.join(timeout.toMillis(), TimeUnit.MILLISECONDS);
     return r.isDone() && r.isSuccess();
   }
@@ -156,6 +171,7 @@ public final class ProcessTelemetry implements AutoCloseable {
         LOG.warn("telemetry of {} ({}) closed with {}{}", role, config.runId(), s,
             flushed ? "" : " (flush did not finish within " + budget + " ms)");
       }
+      meters.shutdown().join(Math.max(1, budget - (System.nanoTime() - start) / 1_000_000), TimeUnit.MILLISECONDS);
       selfMeters.shutdown();
     } catch (RuntimeException e) {
       LOG.warn("telemetry shutdown of {} failed: {}", role, e.toString());
@@ -170,6 +186,7 @@ public final class ProcessTelemetry implements AutoCloseable {
     private final io.opentelemetry.api.common.AttributesBuilder resource = Attributes.builder();
     private Duration scheduleDelay = Duration.ofMillis(500);
     private int maxQueueSize = 8192;
+    private Duration metricInterval = Duration.ofSeconds(10);
 
     private Builder(TelemetryConfig config) {
       this.config = Objects.requireNonNull(config, "config");
@@ -210,6 +227,12 @@ public final class ProcessTelemetry implements AutoCloseable {
         throw new IllegalArgumentException("maxQueueSize must be positive: " + size);
       }
       this.maxQueueSize = size;
+      return this;
+    }
+
+    /** How often metrics are exported (default 10 s; always once more at close). */
+    public Builder metricInterval(Duration interval) {
+      this.metricInterval = Objects.requireNonNull(interval);
       return this;
     }
 
