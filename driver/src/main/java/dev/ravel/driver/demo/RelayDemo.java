@@ -5,7 +5,6 @@ import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.workers.actor.RavelActorHandle;
-import dev.ravel.workers.actor.RavelActors;
 import dev.ravel.workers.demo.Relay;
 import dev.ravel.workers.demo.RelayActor;
 import dev.ravel.workers.demo.Responder;
@@ -43,7 +42,7 @@ public final class RelayDemo {
     try (ScopedSpan s = session.spans().start(SpanGroup.STEP, SpanNames.DEMO_RUN)) {
       s.set("rl.demo.calls", calls);
       for (int i = 0; i < calls; i++) {
-        answers.add(RavelActors.get(relay.call(Relay::relay, "hello " + i)));
+        answers.add(relay.call(Relay::relay, "hello " + i).get());
       }
       return new Result(s.spanContext().getTraceId(), answers);
     }

@@ -12,7 +12,7 @@ import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.actor.RavelActors;
 import dev.ravel.workers.actor.RavelRole;
-import io.ray.api.ObjectRef;
+import dev.ravel.workers.actor.RavelRef;
 import io.ray.api.Ray;
 import io.ray.api.function.RayFunc0;
 import io.ray.api.function.RayFunc1;
@@ -165,13 +165,13 @@ public final class DriverSession implements AutoCloseable {
     }
     closed = true;
     long timeout = config.shutdownTimeout().toMillis();
-    List<ObjectRef<ExportStats>> refs = new ArrayList<>();
+    List<RavelRef<ExportStats>> refs = new ArrayList<>();
     for (RavelActorHandle<? extends RavelRole> a : actors) {
       refs.add(flushCall(a, timeout));
     }
     for (int i = 0; i < refs.size(); i++) {
       try {
-        ExportStats s = RavelActors.get(refs.get(i), timeout + 5000);
+        ExportStats s = refs.get(i).get(timeout + 5000);
         actorStats.put(actors.get(i).toString(), s);
         if (s.failed() > 0 || s.dropped() > 0) {
           LOG.warn("actor {} telemetry: {}", actors.get(i), s);
@@ -192,7 +192,7 @@ public final class DriverSession implements AutoCloseable {
   }
 
   @SuppressWarnings("unchecked")
-  private static ObjectRef<ExportStats> flushCall(RavelActorHandle<? extends RavelRole> a, long timeout) {
+  private static RavelRef<ExportStats> flushCall(RavelActorHandle<? extends RavelRole> a, long timeout) {
     RavelActorHandle<RavelRole> h = (RavelActorHandle<RavelRole>) a;
     return h.call(RavelRole::flushTelemetry, timeout);
   }

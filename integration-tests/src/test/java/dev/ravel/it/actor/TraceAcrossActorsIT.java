@@ -9,7 +9,6 @@ import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
-import dev.ravel.workers.actor.RavelActors;
 import dev.ravel.workers.demo.Relay;
 import java.nio.file.Path;
 import java.util.List;
@@ -39,11 +38,11 @@ final class TraceAcrossActorsIT {
     demo = new RelayDemo(session);
     result = demo.run(2);
     try {
-      RavelActors.get(demo.relay().call(Relay::relayFailure, "boom"));
+      demo.relay().call(Relay::relayFailure, "boom").get();
     } catch (Throwable t) {
       failure = t;
     }
-    afterFailure = RavelActors.get(demo.relay().call(Relay::relay, "still there?"));
+    afterFailure = demo.relay().call(Relay::relay, "still there?").get();
     session.close();
     traces = RunTraces.readDir(config.runDir());
   }

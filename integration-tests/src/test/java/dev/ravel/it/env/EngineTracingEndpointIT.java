@@ -8,7 +8,6 @@ import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.config.ExporterKind;
 import dev.ravel.telemetry.config.TelemetryConfig;
-import dev.ravel.workers.actor.RavelActors;
 import dev.ravel.workers.demo.Responder;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -51,8 +50,8 @@ final class EngineTracingEndpointIT {
         .start();
     RelayDemo demo = new RelayDemo(session);
     result = demo.run(2);
-    responderView = RavelActors.get(demo.responder().call(Responder::environment,
-        List.of("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_TRACES_SAMPLER")));
+    responderView = demo.responder().call(Responder::environment,
+        List.of("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_TRACES_SAMPLER")).get();
     session.close();
   }
 

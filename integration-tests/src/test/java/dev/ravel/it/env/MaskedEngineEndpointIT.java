@@ -50,16 +50,16 @@ final class MaskedEngineEndpointIT {
         .start();
     RelayDemo demo = new RelayDemo(session);
     demo.run(3);
-    relayView = RavelActors.get(demo.relay().call(dev.ravel.workers.demo.Relay::environment, VARS));
-    responderView = RavelActors.get(demo.responder().call(Responder::environment, VARS));
-    RavelActors.get(demo.responder().call(Responder::flushTelemetry, 5000L));
+    relayView = demo.relay().call(dev.ravel.workers.demo.Relay::environment, VARS).get();
+    responderView = demo.responder().call(Responder::environment, VARS).get();
+    demo.responder().call(Responder::flushTelemetry, 5000L).get();
     Thread.sleep(1000);
     requestsAfterRavelActors = inherited.requests();
 
     // control: the same cluster, an actor created without Ravel's worker environment
     RavelActorHandle<Responder> control = RavelActors.actor(ResponderActor::new, Responder.class).remote();
-    controlView = RavelActors.get(control.call(Responder::environment, VARS));
-    RavelActors.get(control.call(Responder::respond, "unfiltered"));
+    controlView = control.call(Responder::environment, VARS).get();
+    control.call(Responder::respond, "unfiltered").get();
   }
 
   @AfterAll

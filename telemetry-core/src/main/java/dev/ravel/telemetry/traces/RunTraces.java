@@ -59,6 +59,9 @@ public final class RunTraces {
         }
         try {
           JsonNode node = JSON.readTree(line);
+          if (node.has("resourceMetrics") || node.has("resourceLogs")) {
+            continue; // another signal in the same folder (metrics files, a collector's mixed output)
+          }
           spans.addAll(OtlpJson.spans(node, f.getFileName() + ":" + n));
         } catch (IOException | RuntimeException e) {
           problems.add(f + ":" + n + ": unreadable line (" + firstLine(e.getMessage()) + ")");

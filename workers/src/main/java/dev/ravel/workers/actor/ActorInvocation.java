@@ -13,13 +13,13 @@ public final class ActorInvocation implements Serializable {
   private final TraceCarrier carrier;
   private final String method;
   private final String descriptor;
-  private final Object[] args;
+  private final byte[] args;
 
   ActorInvocation(TraceCarrier carrier, String method, String descriptor, Object[] args) {
     this.carrier = carrier;
     this.method = method;
     this.descriptor = descriptor;
-    this.args = args;
+    this.args = Codec.encode(args);
   }
 
   TraceCarrier carrier() {
@@ -35,7 +35,7 @@ public final class ActorInvocation implements Serializable {
   }
 
   Object[] args() {
-    return args;
+    return (Object[]) Codec.decode(args);
   }
 
   @Override

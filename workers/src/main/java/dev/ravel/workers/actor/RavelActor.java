@@ -59,16 +59,18 @@ public abstract class RavelActor implements RavelRole {
    * The single remote entry point of every Ravel actor. Not for direct use: {@link RavelActorHandle}
    * builds the invocation.
    */
-  public final Object invoke(ActorInvocation call) throws Exception {
+  public final byte[] invoke(ActorInvocation call) throws Exception {
     Method m = methods.computeIfAbsent(call.method() + call.descriptor(), k -> resolve(call));
-    if (isRavelRoleMethod(m)) {
-      return dispatch(m, call.args());
+    if (isRavelRoleMethod(m) || untraced(m)) {
+      try (var scope = call.carrier().extract().makeCurrent()) {
+        return Codec.encode(dispatch(m, call.args()));
+      }
     }
     String name = SpanNames.actorCall(role.spans(), m.getName());
     try (ScopedSpan s = spans().start(SpanGroup.WORKER, name, SpanKind.SERVER, call.carrier().extract())) {
       s.set(RavelAttributes.ACTOR_ROLE, role.name()).set(RavelAttributes.ACTOR_METHOD, m.getName());
       try {
-        return dispatch(m, call.args());
+        return Codec.encode(dispatch(m, call.args()));
       } catch (Exception | Error e) {
         s.error(e);
         throw e;
@@ -101,6 +103,22 @@ public abstract class RavelActor implements RavelRole {
     } catch (NoSuchMethodException e) {
       throw new IllegalArgumentException(getClass().getName() + " has no method " + call.method() + call.descriptor(), e);
     }
+  }
+
+  private boolean untraced(Method m) {
+    if (m.isAnnotationPresent(Untraced.class)) {
+      return true;
+    }
+    for (Class<?> i : getClass().getInterfaces()) {
+      try {
+        if (i.getMethod(m.getName(), m.getParameterTypes()).isAnnotationPresent(Untraced.class)) {
+          return true;
+        }
+      } catch (NoSuchMethodException e) {
+        // not declared there
+      }
+    }
+    return false;
   }
 
   private static boolean isRavelRoleMethod(Method m) {

@@ -2,7 +2,6 @@ package dev.ravel.workers.actor;
 
 import dev.ravel.telemetry.context.TraceCarrier;
 import io.ray.api.ActorHandle;
-import io.ray.api.ObjectRef;
 import java.io.Serializable;
 
 /**
@@ -12,7 +11,7 @@ import java.io.Serializable;
  *
  * <pre>{@code
  * RavelActorHandle<Greeter> g = RavelActors.actor(GreeterActor::new, Greeter.class).env(env).remote();
- * String hi = RavelActors.get(g.call(Greeter::greet, "bob"));
+ * String hi = g.call(Greeter::greet, "bob").get();
  * }</pre>
  */
 public final class RavelActorHandle<I> implements Serializable {
@@ -26,31 +25,30 @@ public final class RavelActorHandle<I> implements Serializable {
     this.role = role;
   }
 
-  public <R> ObjectRef<R> call(RemoteMethod.M0<I, R> method) {
+  public <R> RavelRef<R> call(RemoteMethod.M0<I, R> method) {
     return send(method);
   }
 
-  public <A, R> ObjectRef<R> call(RemoteMethod.M1<I, A, R> method, A a) {
+  public <A, R> RavelRef<R> call(RemoteMethod.M1<I, A, R> method, A a) {
     return send(method, a);
   }
 
-  public <A, B, R> ObjectRef<R> call(RemoteMethod.M2<I, A, B, R> method, A a, B b) {
+  public <A, B, R> RavelRef<R> call(RemoteMethod.M2<I, A, B, R> method, A a, B b) {
     return send(method, a, b);
   }
 
-  public <A, B, C, R> ObjectRef<R> call(RemoteMethod.M3<I, A, B, C, R> method, A a, B b, C c) {
+  public <A, B, C, R> RavelRef<R> call(RemoteMethod.M3<I, A, B, C, R> method, A a, B b, C c) {
     return send(method, a, b, c);
   }
 
-  public <A, B, C, D, R> ObjectRef<R> call(RemoteMethod.M4<I, A, B, C, D, R> method, A a, B b, C c, D d) {
+  public <A, B, C, D, R> RavelRef<R> call(RemoteMethod.M4<I, A, B, C, D, R> method, A a, B b, C c, D d) {
     return send(method, a, b, c, d);
   }
 
-  @SuppressWarnings("unchecked")
-  private <R> ObjectRef<R> send(Serializable methodRef, Object... args) {
+  private <R> RavelRef<R> send(Serializable methodRef, Object... args) {
     RoleMethod m = RoleMethod.of(methodRef);
     ActorInvocation call = new ActorInvocation(TraceCarrier.current(), m.name(), m.descriptor(), args);
-    return (ObjectRef<R>) handle.task(RavelActor::invoke, call).remote();
+    return new RavelRef<>(handle.task(RavelActor::invoke, call).remote());
   }
 
   /** The role interface. */

@@ -2,7 +2,6 @@ package dev.ravel.workers.actor;
 
 import dev.ravel.telemetry.env.WorkerEnvironment;
 import io.ray.api.ActorHandle;
-import io.ray.api.ObjectRef;
 import io.ray.api.Ray;
 import io.ray.api.call.ActorCreator;
 import io.ray.api.exception.RayTaskException;
@@ -28,27 +27,6 @@ public final class RavelActors {
   /** Starts creating an actor of role {@code role} from a one-argument constructor. */
   public static <A extends RavelActor, T, I> Creator<I> actor(RayFunc1<T, A> constructor, T arg, Class<I> role) {
     return new Creator<>(Ray.actor(constructor, arg), role);
-  }
-
-  /**
-   * The result of an actor call. An exception thrown by the role method reaches the caller as itself
-   * (not wrapped in Ray's task exception), also across a chain of actors.
-   */
-  public static <R> R get(ObjectRef<R> ref) {
-    try {
-      return ref.get();
-    } catch (RayTaskException e) {
-      throw Unchecked.<RuntimeException>sneaky(unwrap(e));
-    }
-  }
-
-  /** As {@link #get(ObjectRef)}, waiting at most {@code timeoutMs}. */
-  public static <R> R get(ObjectRef<R> ref, long timeoutMs) {
-    try {
-      return ref.get(timeoutMs);
-    } catch (RayTaskException e) {
-      throw Unchecked.<RuntimeException>sneaky(unwrap(e));
-    }
   }
 
   /** The application exception inside Ray's task exceptions. */

@@ -2,7 +2,6 @@ package dev.ravel.workers.demo;
 
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.actor.RavelActorHandle;
-import dev.ravel.workers.actor.RavelActors;
 import java.util.List;
 import java.util.Map;
 
@@ -17,12 +16,12 @@ public final class RelayActor extends RavelActor implements Relay {
   @Override
   public String relay(String message) {
     return "relay pid " + ProcessHandle.current().pid() + " <- "
-        + RavelActors.get(responder.call(Responder::respond, message));
+        + responder.call(Responder::respond, message).get();
   }
 
   @Override
   public String relayFailure(String message) {
-    return RavelActors.get(responder.call(Responder::fail, message));
+    return responder.call(Responder::fail, message).get();
   }
 
   @Override

@@ -1,0 +1,268 @@
+package dev.ravel.driver.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.config.Values;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * A run config: a YAML file of sections ({@code run}, {@code cluster}, {@code generation}, {@code grpo},
+ * {@code telemetry}) plus command-line overrides in dotted form ({@code grpo.steps=5}). Every key is known
+ * in advance: an unknown section or key, in the file or in an override, is an error naming it, and so is
+ * a value of the wrong type or out of range. Immutable.
+ */
+public final class RunConfig {
+  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+  /** Every key but telemetry's, with its default; telemetry's are {@link TelemetryConfig#KEYS}. */
+  static final Map<String, Map<String, Object>> DEFAULTS = new LinkedHashMap<>();
+
+  static {
+    section("run", "mode", "sync", "seed", 7);
+    section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512);
+    section("generation", "workers", 2, "backend", "embedded", "kv_token_budget", 4096,
+        "max_running_requests", 64, "max_concurrency", 32, "vllm_url", "", "vllm_model", "");
+    section("grpo", "steps", 20, "prompts_per_step", 8, "group_size", 8, "learning_rate", 0.02,
+        "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
+        "max_trajectory_age_steps", 1, "checkpoint_every", 0);
+  }
+
+  private static void section(String name, Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    DEFAULTS.put(name, m);
+  }
+
+  private final Map<String, Map<String, Object>> values;
+  private final TelemetryConfig telemetry;
+  private final Path source;
+
+  private RunConfig(Map<String, Map<String, Object>> values, TelemetryConfig telemetry, Path source) {
+    this.values = values;
+    this.telemetry = telemetry;
+    this.source = source;
+    validate();
+  }
+
+  /** Reads {@code file} (may be null for defaults only), applies {@code overrides} and the environment. */
+  public static RunConfig load(Path file, List<String> overrides, Map<String, String> env) {
+    Map<String, Object> root = new LinkedHashMap<>();
+    if (file != null) {
+      if (!Files.isRegularFile(file)) {
+        throw new ConfigException(file.toString(), "config file not found");
+      }
+      try {
+        Object parsed = YAML.readValue(file.toFile(), Object.class);
+        if (parsed != null && !(parsed instanceof Map)) {
+          throw new ConfigException(file.toString(), "expected a mapping of sections at the top level");
+        }
+        if (parsed != null) {
+          @SuppressWarnings("unchecked")
+          Map<String, Object> m = (Map<String, Object>) parsed;
+          root.putAll(m);
+        }
+      } catch (JsonProcessingException e) {
+        throw new ConfigException(file.toString(), "not valid YAML: " + e.getOriginalMessage()
+            + (e.getLocation() != null ? " (line " + e.getLocation().getLineNr() + ")" : ""));
+      } catch (IOException e) {
+        throw new ConfigException(file.toString(), "cannot read: " + e.getMessage());
+      }
+    }
+    Map<String, Map<String, Object>> sections = new LinkedHashMap<>();
+    Map<String, Object> telemetrySection = new LinkedHashMap<>();
+    for (Map.Entry<String, Object> e : root.entrySet()) {
+      String name = e.getKey();
+      Object body = e.getValue();
+      if (body == null) {
+        continue;
+      }
+      if (!(body instanceof Map<?, ?> m)) {
+        throw new ConfigException(name, "expected a section (a mapping of keys)");
+      }
+      for (Map.Entry<?, ?> kv : m.entrySet()) {
+        put(sections, telemetrySection, name + "." + kv.getKey(), kv.getValue());
+      }
+    }
+    for (String o : overrides) {
+      int eq = o.indexOf('=');
+      if (eq <= 0) {
+        throw new ConfigException(o, "an override has the form section.key=value");
+      }
+      String key = o.substring(0, eq).trim();
+      put(sections, telemetrySection, key, scalar(o.substring(eq + 1)));
+    }
+    Map<String, Map<String, Object>> merged = new LinkedHashMap<>();
+    DEFAULTS.forEach((name, defaults) -> {
+      Map<String, Object> m = new LinkedHashMap<>(defaults);
+      m.putAll(sections.getOrDefault(name, Map.of()));
+      merged.put(name, m);
+    });
+    TelemetryConfig telemetry = TelemetryConfig.fromMap(telemetrySection, env);
+    return new RunConfig(merged, telemetry, file);
+  }
+
+  private static void put(Map<String, Map<String, Object>> sections, Map<String, Object> telemetry, String dotted,
+      Object value) {
+    int dot = dotted.indexOf('.');
+    if (dot <= 0 || dot == dotted.length() - 1) {
+      throw new ConfigException(dotted, "expected section.key (sections: " + sectionNames() + ")");
+    }
+    String section = dotted.substring(0, dot);
+    String key = dotted.substring(dot + 1);
+    if (section.equals("telemetry")) {
+      if (!TelemetryConfig.KEYS.contains(key)) {
+        throw new ConfigException(dotted, "unknown key (valid: " + String.join(", ", TelemetryConfig.KEYS) + ")");
+      }
+      telemetry.put(key, value);
+      return;
+    }
+    Map<String, Object> defaults = DEFAULTS.get(section);
+    if (defaults == null) {
+      throw new ConfigException(dotted, "unknown section '" + section + "' (valid: " + sectionNames() + ")");
+    }
+    if (!defaults.containsKey(key)) {
+      throw new ConfigException(dotted, "unknown key (valid: " + String.join(", ", defaults.keySet()) + ")");
+    }
+    sections.computeIfAbsent(section, s -> new LinkedHashMap<>()).put(key, value);
+  }
+
+  private static String sectionNames() {
+    List<String> names = new ArrayList<>(DEFAULTS.keySet());
+    names.add("telemetry");
+    return String.join(", ", names);
+  }
+
+  /** An override's value as YAML reads a scalar: {@code 5} a number, {@code true} a boolean, else a string. */
+  private static Object scalar(String text) {
+    String t = text.trim();
+    if (t.isEmpty()) {
+      return "";
+    }
+    try {
+      Object v = YAML.readValue(t, Object.class);
+      return v == null ? "" : v;
+    } catch (IOException e) {
+      return t;
+    }
+  }
+
+  private void validate() {
+    mode();
+    positive("grpo.steps");
+    positive("grpo.prompts_per_step");
+    if (integer("grpo.group_size") < 2) {
+      throw new ConfigException("grpo.group_size", "must be at least 2 (advantages are relative to the group)");
+    }
+    positive("grpo.max_new_tokens");
+    positive("generation.workers");
+    positive("generation.kv_token_budget");
+    positive("generation.max_running_requests");
+    positive("generation.max_concurrency");
+    if (integer("grpo.max_trajectory_age_steps") < 0) {
+      throw new ConfigException("grpo.max_trajectory_age_steps", "must not be negative");
+    }
+    if (integer("grpo.checkpoint_every") < 0) {
+      throw new ConfigException("grpo.checkpoint_every", "must not be negative");
+    }
+    if (integer("cluster.num_cpus") < 0) {
+      throw new ConfigException("cluster.num_cpus", "must not be negative");
+    }
+    if (integer("cluster.worker_heap_mb") < 64) {
+      throw new ConfigException("cluster.worker_heap_mb", "must be at least 64");
+    }
+    range("grpo.learning_rate", 0, 10, false);
+    range("grpo.clip_epsilon", 0, 1, false);
+    range("grpo.kl_beta", 0, 100, true);
+    range("grpo.temperature", 0, 10, true);
+    range("grpo.top_p", 0, 1, false);
+    String backend = string("generation.backend");
+    if (!backend.equals("embedded") && !backend.equals("vllm")) {
+      throw new ConfigException("generation.backend", "unknown backend '" + backend + "' (valid: embedded, vllm)");
+    }
+    if (backend.equals("vllm") && string("generation.vllm_url").isEmpty()) {
+      throw new ConfigException("generation.vllm_url", "required when generation.backend is vllm");
+    }
+  }
+
+  private void positive(String key) {
+    if (integer(key) < 1) {
+      throw new ConfigException(key, "must be at least 1, got " + integer(key));
+    }
+  }
+
+  private void range(String key, double min, double max, boolean minInclusive) {
+    double v = number(key);
+    if (!(minInclusive ? v >= min : v > min) || v > max) {
+      throw new ConfigException(key, "must be in " + (minInclusive ? "[" : "(") + min + ", " + max + "], got " + v);
+    }
+  }
+
+  private Object raw(String dotted) {
+    int dot = dotted.indexOf('.');
+    return values.get(dotted.substring(0, dot)).get(dotted.substring(dot + 1));
+  }
+
+  /** A whole-number value ({@code section.key}); the error names the key. */
+  public int integer(String key) {
+    return Values.intValue(key, raw(key));
+  }
+
+  public long longValue(String key) {
+    return Values.longValue(key, raw(key));
+  }
+
+  public double number(String key) {
+    return Values.number(key, raw(key));
+  }
+
+  public String string(String key) {
+    return Values.string(key, raw(key));
+  }
+
+  /** {@code sync} or {@code async}. */
+  public Mode mode() {
+    String m = string("run.mode").toLowerCase(Locale.ROOT);
+    return switch (m) {
+      case "sync" -> Mode.SYNC;
+      case "async" -> Mode.ASYNC;
+      default -> throw new ConfigException("run.mode", "unknown mode '" + m + "' (valid: sync, async)");
+    };
+  }
+
+  public TelemetryConfig telemetry() {
+    return telemetry;
+  }
+
+  /** The file this config was read from, or null. */
+  public Path source() {
+    return source;
+  }
+
+  /** All values but telemetry's, as {@code section.key -> value} (for the run summary). */
+  public Map<String, Object> flatten() {
+    Map<String, Object> out = new LinkedHashMap<>();
+    values.forEach((s, m) -> m.forEach((k, v) -> out.put(s + "." + k, v)));
+    return out;
+  }
+
+  /** GRPO training mode. */
+  public enum Mode {
+    SYNC, ASYNC;
+
+    public String configName() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+}
