@@ -1,0 +1,80 @@
+package dev.ravel.driver.cli;
+
+import dev.ravel.driver.config.RunConfig;
+import dev.ravel.driver.grpo.GrpoRun;
+import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.driver.session.DriverSession;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
+
+/** {@code ravel run <config.yaml> [section.key=value ...]}: a GRPO run on Ray. */
+@Command(name = "run", mixinStandardHelpOptions = true,
+    description = "Run GRPO (sync or async) on Ray: on RAY_ADDRESS (or cluster.address) if set, else on a local"
+        + " head on 127.0.0.1. Any config value can be overridden as section.key=value.")
+final class RunCommand implements Callable<Integer> {
+  @Parameters(index = "0", paramLabel = "CONFIG", description = "Run config (YAML).")
+  Path configFile;
+
+  @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "Overrides, e.g. grpo.steps=5.")
+  List<String> overrides = new ArrayList<>();
+
+  @Override
+  public Integer call() {
+    RunConfig config = RunConfig.load(configFile, overrides, System.getenv());
+    DriverSession.Builder b = DriverSession.builder(config.telemetry())
+        .workerJvmOptions(List.of("-Xmx" + config.integer("cluster.worker_heap_mb") + "m", "-XX:+UseSerialGC"));
+    if (!config.string("cluster.address").isEmpty()) {
+      b.address(config.string("cluster.address"));
+    }
+    if (config.integer("cluster.num_cpus") > 0) {
+      b.numCpus(config.integer("cluster.num_cpus"));
+    }
+    Instant started = Instant.now();
+    String runId = config.telemetry().runId();
+    System.out.println("ravel: run " + runId + " (" + config.mode().configName() + ", "
+        + config.integer("grpo.steps") + " steps)");
+    List<StepMetrics> steps = List.of();
+    String status = "failed";
+    Map<String, Object> extra = new LinkedHashMap<>();
+    try (DriverSession session = b.start()) {
+      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, System.console() != null));
+      try {
+        steps = run.run();
+        status = "succeeded";
+        extra.put("engines", run.engineStats());
+        if (run.collectorStats() != null) {
+          extra.put("collector", run.collectorStats());
+        }
+      } finally {
+        if (steps.isEmpty()) {
+          steps = run.history();
+        }
+        session.close();
+        extra.put("telemetry", Map.of("exporter", config.telemetry().exporter().configName(),
+            "preset", config.telemetry().preset().configName(), "driver", session.telemetry().stats().toString(),
+            "actors", stringify(session.actorStats())));
+        RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
+            steps, config.flatten(), extra);
+      }
+    }
+    double seconds = steps.stream().mapToDouble(StepMetrics::stepSeconds).sum();
+    System.out.printf("run %s %s: %d steps in %.1fs, %s%n", runId, status, steps.size(), seconds,
+        RunSummary.rewardTrend(steps, 3));
+    System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ")");
+    return 0;
+  }
+
+  private static Map<String, String> stringify(Map<String, ?> m) {
+    Map<String, String> out = new LinkedHashMap<>();
+    m.forEach((k, v) -> out.put(k, String.valueOf(v)));
+    return out;
+  }
+}

@@ -1,0 +1,251 @@
+package dev.ravel.workers.collector;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.context.TraceCarrier;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.buffer.ReplayBuffer;
+import dev.ravel.workers.buffer.Rollout;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.grpo.Trajectory;
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.model.Tokenizer;
+import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.task.Problem;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.context.Context;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** {@link TrajectoryCollector}: a loop thread per collector and a pool for concurrent generate calls. */
+public final class TrajectoryCollectorActor extends RavelActor implements TrajectoryCollector {
+  private static final Logger LOG = LoggerFactory.getLogger(TrajectoryCollectorActor.class);
+
+  private final CollectorSpec spec;
+  private final Tokenizer tokenizer = CharTokenizer.arithmetic();
+  private final ArithmeticTask task = new ArithmeticTask();
+  private final LinkedBlockingQueue<Target> targets = new LinkedBlockingQueue<>();
+  private final ExecutorService calls;
+  private final Thread loop;
+  private final Object gate = new Object();
+  private final AtomicInteger inFlight = new AtomicInteger();
+  private final AtomicLong targetsDone = new AtomicLong();
+  private final AtomicLong groups = new AtomicLong();
+  private final AtomicLong trajectories = new AtomicLong();
+  private final AtomicLong generateCalls = new AtomicLong();
+  private final AtomicLong rewardCalls = new AtomicLong();
+  private final AtomicLong bufferCalls = new AtomicLong();
+  private final AtomicLong failures = new AtomicLong();
+  private volatile long version = -1;
+  private volatile boolean paused = true;
+  private volatile boolean stopped;
+  private long nextTarget;
+
+  public TrajectoryCollectorActor(CollectorSpec spec) {
+    this.spec = spec;
+    this.calls = Executors.newFixedThreadPool(spec.maxInFlight(), r -> {
+      Thread t = new Thread(r, "collector-call");
+      t.setDaemon(true);
+      return t;
+    });
+    this.loop = new Thread(this::run, "collector-loop");
+    loop.setDaemon(true);
+    loop.start();
+  }
+
+  @Override
+  public int publish(long newVersion) {
+    Context published = Context.current();
+    int scheduled = 0;
+    synchronized (gate) {
+      version = newVersion;
+      for (; nextTarget <= newVersion + spec.lead() - 1; nextTarget++) {
+        targets.add(new Target(nextTarget, newVersion, published));
+        scheduled++;
+      }
+      paused = false;
+      gate.notifyAll();
+    }
+    return scheduled;
+  }
+
+  @Override
+  public int pause(long timeoutMs) {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    synchronized (gate) {
+      paused = true;
+      while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+        try {
+          gate.wait(Math.max(1, (deadline - System.nanoTime()) / 1_000_000L));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      return inFlight.get();
+    }
+  }
+
+  @Override
+  public CollectorStats stats() {
+    return new CollectorStats(targetsDone.get(), groups.get(), trajectories.get(), generateCalls.get(),
+        rewardCalls.get(), bufferCalls.get(), inFlight.get(), failures.get());
+  }
+
+  @Override
+  public CollectorStats stop() {
+    stopped = true;
+    synchronized (gate) {
+      gate.notifyAll();
+    }
+    loop.interrupt();
+    calls.shutdownNow();
+    try {
+      loop.join(5000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return stats();
+  }
+
+  private void run() {
+    while (!stopped) {
+      Target t;
+      try {
+        t = targets.poll(200, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (t == null) {
+        continue;
+      }
+      try {
+        generateTarget(t);
+        targetsDone.incrementAndGet();
+      } catch (RuntimeException e) {
+        if (stopped) {
+          return;
+        }
+        failures.incrementAndGet();
+        LOG.warn("collector: generation for step {} failed: {}", t.step, e.toString());
+      }
+    }
+  }
+
+  /** One target step's groups, in a {@code rl.grpo.generation} span under the publishing step. */
+  private void generateTarget(Target t) {
+    try (ScopedSpan s = spans().start(SpanGroup.GENERATION, SpanNames.GRPO_GENERATION, t.parent)) {
+      s.set(RavelAttributes.GENERATION_MODE, "async")
+          .set(RavelAttributes.WEIGHT_VERSION, t.version)
+          .set(RavelAttributes.TARGET_WEIGHT_VERSION, t.step);
+      SplittableRandom rng = new SplittableRandom(spec.seed() * 1_000_003L + t.step);
+      List<Problem> problems = task.sample(spec.promptsPerStep(), rng);
+      Context here = Context.current();
+      List<List<Future<Generated>>> futures = new ArrayList<>();
+      int n = 0;
+      for (int p = 0; p < problems.size(); p++) {
+        List<Future<Generated>> group = new ArrayList<>();
+        int[] prompt = tokenizer.encode(problems.get(p).prompt());
+        for (int g = 0; g < spec.groupSize(); g++) {
+          String id = "s" + t.step + "-p" + p + "-g" + g;
+          GenerationRequest req = GenerationRequest.of(id, prompt,
+              spec.sampling().withSeed(rng.nextLong()), TraceCarrier.EMPTY);
+          int worker = n++ % spec.workers().size();
+          group.add(calls.submit(here.wrap(() -> generateOne(req, worker, t.step))));
+        }
+        futures.add(group);
+      }
+      List<Rollout> rollouts = new ArrayList<>();
+      List<Problem> flatProblems = new ArrayList<>();
+      List<int[]> flatCompletions = new ArrayList<>();
+      List<List<Generated>> done = new ArrayList<>();
+      for (int p = 0; p < futures.size(); p++) {
+        List<Generated> group = new ArrayList<>();
+        for (Future<Generated> f : futures.get(p)) {
+          group.add(await(f));
+        }
+        done.add(group);
+        for (Generated x : group) {
+          flatProblems.add(problems.get(p));
+          flatCompletions.add(x.result.completionTokens());
+        }
+      }
+      rewardCalls.incrementAndGet();
+      double[] rewards = spec.reward().call(RewardEnvironment::score, flatProblems, flatCompletions).get();
+      int i = 0;
+      for (int p = 0; p < done.size(); p++) {
+        List<Trajectory> trajs = new ArrayList<>();
+        List<String> spanIds = new ArrayList<>();
+        long oldest = Long.MAX_VALUE;
+        for (Generated x : done.get(p)) {
+          GenerationResult r = x.result;
+          trajs.add(new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), rewards[i++],
+              r.weightVersion(), p));
+          spanIds.add(x.generateSpan);
+          oldest = Math.min(oldest, Math.min(r.weightVersion(), x.versionAtCall));
+        }
+        rollouts.add(new Rollout(problems.get(p), trajs, oldest, t.step, spanIds));
+        groups.incrementAndGet();
+        trajectories.addAndGet(trajs.size());
+      }
+      bufferCalls.incrementAndGet();
+      spec.buffer().call(ReplayBuffer::push, rollouts).get();
+    }
+  }
+
+  /** One generate call, wrapped in {@code rl.vllm.generate}; waits while the collector is paused. */
+  private Generated generateOne(GenerationRequest req, int worker, long step) throws InterruptedException {
+    synchronized (gate) {
+      while (paused && !stopped) {
+        gate.wait(200);
+      }
+      inFlight.incrementAndGet();
+    }
+    long v = version;
+    try (ScopedSpan s = spans().start(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE)) {
+      s.set(RavelAttributes.GENERATION_MODE, "async")
+          .set(RavelAttributes.WEIGHT_VERSION, v)
+          .set(RavelAttributes.TARGET_WEIGHT_VERSION, step);
+      generateCalls.incrementAndGet();
+      GenerationResult r = spec.workers().get(worker).call(GenerationWorker::generateAsync, req).get();
+      SpanContext sc = s.spanContext();
+      return new Generated(r, sc.isValid() ? sc.getTraceId() + ":" + sc.getSpanId() : "", v);
+    } finally {
+      synchronized (gate) {
+        inFlight.decrementAndGet();
+        gate.notifyAll();
+      }
+    }
+  }
+
+  private static Generated await(Future<Generated> f) {
+    try {
+      return f.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable c = e.getCause();
+      throw c instanceof RuntimeException re ? re : new IllegalStateException(c);
+    }
+  }
+
+  private record Target(long step, long version, Context parent) {}
+
+  private record Generated(GenerationResult result, String generateSpan, long versionAtCall) {}
+}

@@ -1,0 +1,29 @@
+package dev.ravel.workers.reward;
+
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.model.Tokenizer;
+import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.task.Problem;
+import java.util.List;
+
+/** {@link RewardEnvironment} for the {@link ArithmeticTask}. */
+public final class RewardEnvironmentActor extends RavelActor implements RewardEnvironment {
+  private final Tokenizer tokenizer = CharTokenizer.arithmetic();
+  private final ArithmeticTask task = new ArithmeticTask();
+
+  public RewardEnvironmentActor() {}
+
+  @Override
+  public double[] score(List<Problem> problems, List<int[]> completions) {
+    if (problems.size() != completions.size()) {
+      throw new IllegalArgumentException(problems.size() + " problems but " + completions.size() + " completions");
+    }
+    double[] out = new double[problems.size()];
+    for (int i = 0; i < out.length; i++) {
+      int[] c = completions.get(i);
+      out[i] = task.reward(problems.get(i), tokenizer.decode(c, 0, c.length));
+    }
+    return out;
+  }
+}

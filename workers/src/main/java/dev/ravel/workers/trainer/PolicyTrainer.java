@@ -1,0 +1,28 @@
+package dev.ravel.workers.trainer;
+
+import dev.ravel.workers.actor.ActorRole;
+import dev.ravel.workers.actor.RavelRole;
+import dev.ravel.workers.actor.Untraced;
+import dev.ravel.workers.grpo.Trajectory;
+import dev.ravel.workers.model.ModelWeights;
+import java.util.List;
+
+/**
+ * The GRPO policy trainer: holds the policy, its optimizer state and the frozen reference policy. Calls run
+ * in spans {@code rl.trainer.<method>}.
+ */
+@ActorRole(name = "policy_trainer", spans = "trainer")
+public interface PolicyTrainer extends RavelRole {
+  /** Per-token log-probs of the batch under the policy and the reference, summarised. */
+  LogProbSummary logprobs(List<Trajectory> batch);
+
+  /**
+   * One GRPO update on the batch (group-relative advantages, clipped importance ratio against the
+   * behaviour log-probs, KL to the reference); returns the new weights (version + 1) and metrics.
+   */
+  TrainOutcome train(List<Trajectory> batch);
+
+  /** The current weights. */
+  @Untraced
+  ModelWeights weights();
+}
