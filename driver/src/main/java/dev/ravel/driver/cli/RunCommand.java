@@ -49,7 +49,10 @@ final class RunCommand implements Callable<Integer> {
       try {
         steps = run.run();
         status = "succeeded";
-        extra.put("engines", run.engineStats());
+        extra.put("engines", run.engineStats().stream().map(e -> Map.of(
+            "requests_finished", e.requestsFinishedTotal(), "preemptions", e.preemptions(),
+            "prompt_tokens", e.promptTokens(), "generation_tokens", e.generationTokens(),
+            "spans_kept", e.spansKept(), "spans_sampled_out", e.spansSampledOut())).toList());
         if (run.collectorStats() != null) {
           extra.put("collector", run.collectorStats());
         }

@@ -72,7 +72,7 @@ public final class GrpoRun {
   private final StepListener listener;
   private final Spans spans;
   private final Tokenizer tokenizer = CharTokenizer.arithmetic();
-  private final ArithmeticTask task = new ArithmeticTask();
+  private final ArithmeticTask task = ArithmeticTask.standard();
   private final GrpoConfig grpo;
   private final SamplingParams sampling;
   private final int steps;
@@ -219,7 +219,7 @@ public final class GrpoRun {
         for (int i = 0; i < results.size(); i++) {
           GenerationResult r = results.get(i);
           batch.add(new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), rewards[i],
-              r.weightVersion(), i / groupSize));
+              r.weightVersion(), i % groupSize));
         }
         StepMetrics m = trainStep(clock, s, step, "sync", batch, 0, calls);
         s.set("rl.reward.mean", m.rewardMean());
@@ -336,13 +336,7 @@ public final class GrpoRun {
 
   private static List<Trajectory> flatten(List<Rollout> rollouts) {
     List<Trajectory> out = new ArrayList<>();
-    int g = 0;
-    for (Rollout r : rollouts) {
-      for (Trajectory t : r.trajectories()) {
-        out.add(new Trajectory(t.requestId(), t.prompt(), t.completion(), t.logprobs(), t.reward(), t.weightVersion(), g));
-      }
-      g++;
-    }
+    rollouts.forEach(r -> out.addAll(r.trajectories()));
     return out;
   }
 

@@ -41,7 +41,7 @@ public final class RunSummary {
       JSON.writeValue(file.toFile(), root);
       return file;
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot write " + file, e);
+      throw new UncheckedIOException("cannot write " + file + ": " + e.getMessage(), e);
     }
   }
 

@@ -8,6 +8,7 @@ import dev.ravel.telemetry.otlp.OtlpSettings;
 import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import dev.ravel.telemetry.spans.Spans;
+import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.actor.RavelActors;
@@ -115,7 +116,8 @@ public final class DriverSession implements AutoCloseable {
   }
 
   /** As {@link #actor(RayFunc0, Class)} for a one-argument constructor. */
-  public <A extends RavelActor, T, I extends RavelRole> Creator<I> actor(RayFunc1<T, A> ctor, T arg, Class<I> role) {
+  public <A extends RavelActor, T, I extends RavelRole> Creator<I> actor(RayFunc1<Payload<T>, A> ctor, T arg,
+      Class<I> role) {
     return new Creator<>(RavelActors.actor(ctor, arg, role).env(workerEnv));
   }
 

@@ -54,6 +54,13 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
+  public ScopedSpan set(AttributeKey<Long> key, long value) {
+    if (recording) {
+      span.setAttribute(key, value);
+    }
+    return this;
+  }
+
   public <T> ScopedSpan set(AttributeKey<T> key, T value) {
     if (recording && value != null) {
       span.setAttribute(key, value);

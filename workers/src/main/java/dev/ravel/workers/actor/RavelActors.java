@@ -24,9 +24,13 @@ public final class RavelActors {
     return new Creator<>(Ray.actor(constructor), role);
   }
 
-  /** Starts creating an actor of role {@code role} from a one-argument constructor. */
-  public static <A extends RavelActor, T, I> Creator<I> actor(RayFunc1<T, A> constructor, T arg, Class<I> role) {
-    return new Creator<>(Ray.actor(constructor, arg), role);
+  /**
+   * Starts creating an actor of role {@code role} from a constructor that takes its argument as a
+   * {@link Payload} (Java serialization: records and immutable collections survive the trip).
+   */
+  public static <A extends RavelActor, T, I> Creator<I> actor(RayFunc1<Payload<T>, A> constructor, T arg,
+      Class<I> role) {
+    return new Creator<>(Ray.actor(constructor, Payload.of(arg)), role);
   }
 
   /** The application exception inside Ray's task exceptions. */

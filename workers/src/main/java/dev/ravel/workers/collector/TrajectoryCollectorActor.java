@@ -5,6 +5,7 @@ import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.buffer.ReplayBuffer;
 import dev.ravel.workers.buffer.Rollout;
@@ -38,7 +39,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
 
   private final CollectorSpec spec;
   private final Tokenizer tokenizer = CharTokenizer.arithmetic();
-  private final ArithmeticTask task = new ArithmeticTask();
+  private final ArithmeticTask task = ArithmeticTask.standard();
   private final LinkedBlockingQueue<Target> targets = new LinkedBlockingQueue<>();
   private final ExecutorService calls;
   private final Thread loop;
@@ -56,7 +57,8 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   private volatile boolean stopped;
   private long nextTarget;
 
-  public TrajectoryCollectorActor(CollectorSpec spec) {
+  public TrajectoryCollectorActor(Payload<CollectorSpec> specPayload) {
+    CollectorSpec spec = specPayload.value();
     this.spec = spec;
     this.calls = Executors.newFixedThreadPool(spec.maxInFlight(), r -> {
       Thread t = new Thread(r, "collector-call");
@@ -195,7 +197,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
         for (Generated x : done.get(p)) {
           GenerationResult r = x.result;
           trajs.add(new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), rewards[i++],
-              r.weightVersion(), p));
+              r.weightVersion(), trajs.size()));
           spanIds.add(x.generateSpan);
           oldest = Math.min(oldest, Math.min(r.weightVersion(), x.versionAtCall));
         }

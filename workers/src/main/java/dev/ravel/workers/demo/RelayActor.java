@@ -1,5 +1,6 @@
 package dev.ravel.workers.demo;
 
+import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.actor.RavelActorHandle;
 import java.util.List;
@@ -9,7 +10,8 @@ import java.util.Map;
 public final class RelayActor extends RavelActor implements Relay {
   private final RavelActorHandle<Responder> responder;
 
-  public RelayActor(RavelActorHandle<Responder> responder) {
+  public RelayActor(Payload<RavelActorHandle<Responder>> responderPayload) {
+    RavelActorHandle<Responder> responder = responderPayload.value();
     this.responder = responder;
   }
 

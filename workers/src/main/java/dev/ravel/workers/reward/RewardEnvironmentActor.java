@@ -10,7 +10,7 @@ import java.util.List;
 /** {@link RewardEnvironment} for the {@link ArithmeticTask}. */
 public final class RewardEnvironmentActor extends RavelActor implements RewardEnvironment {
   private final Tokenizer tokenizer = CharTokenizer.arithmetic();
-  private final ArithmeticTask task = new ArithmeticTask();
+  private final ArithmeticTask task = ArithmeticTask.standard();
 
   public RewardEnvironmentActor() {}
 

@@ -1,0 +1,104 @@
+package dev.ravel.it.grpo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.it.support.GrpoRuns;
+import dev.ravel.telemetry.traces.SpanRecord;
+import dev.ravel.telemetry.traces.TraceQuality;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Async GRPO on a real Ray head, engine sampling 1.0: the collector's spans nest under the driver's steps. */
+final class GrpoAsyncIT {
+  static final int STEPS = 4;
+  static final int PROMPTS = 3;
+  static final int GROUP = 4;
+
+  @TempDir
+  static Path runs;
+  static GrpoRuns.Finished run;
+  static TraceQuality quality;
+  static Map<String, SpanRecord> byId;
+
+  @BeforeAll
+  static void run() {
+    run = GrpoRuns.run(runs, "it-async", "run.mode=async", "grpo.steps=" + STEPS, "grpo.prompts_per_step=" + PROMPTS,
+        "grpo.group_size=" + GROUP, "generation.workers=2", "grpo.max_trajectory_age_steps=1",
+        "telemetry.preset=per_step", "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=1.0");
+    quality = TraceQuality.of(run.traces().spans());
+    byId = run.traces().spans().stream().collect(Collectors.toMap(SpanRecord::spanId, s -> s, (a, b) -> a));
+  }
+
+  @Test
+  void run_coverageAndConnectednessAreComplete() {
+    assertThat(run.traces().problems()).isEmpty();
+    assertThat(run.traces().named("llm_request")).hasSizeGreaterThanOrEqualTo(STEPS * PROMPTS * GROUP);
+    assertThat(quality.generationCoverage()).isEqualTo(1.0);
+    assertThat(quality.disconnected()).isEmpty();
+    assertThat(quality.connectedness()).isEqualTo(1.0);
+  }
+
+  @Test
+  void collector_generationNestsUnderTheDriverStepThatPublishedTheWeights() {
+    List<SpanRecord> generations = run.traces().named("rl.grpo.generation");
+    assertThat(generations).isNotEmpty().allSatisfy(g -> {
+      assertThat(g.role()).isEqualTo("trajectory_collector");
+      assertThat(g.attributes()).containsEntry("rl.generation.mode", "async")
+          .containsKeys("rl.weight_version", "rl.target_weight_version");
+      assertThat(quality.hasAncestor(g, a -> a.name().equals("rl.grpo.step") && a.role().equals("driver"))).isTrue();
+      SpanRecord step = root(g);
+      // published version v = the step's weight version before (step 0) or after (refit at its end) training
+      long published = (Long) g.attributes().get("rl.weight_version");
+      long stepNo = (Long) step.attributes().get("rl.step");
+      assertThat(published).isIn(stepNo, stepNo + 1);
+    });
+  }
+
+  @Test
+  void generate_everyAsyncCallIsWrappedWithWorkerAndEngineSpansBeneath() {
+    List<SpanRecord> generates = run.traces().named("rl.vllm.generate");
+    assertThat(generates).hasSizeGreaterThanOrEqualTo(STEPS * PROMPTS * GROUP).allSatisfy(g -> {
+      assertThat(g.attributes()).containsEntry("rl.generation.mode", "async")
+          .containsKeys("rl.weight_version", "rl.target_weight_version");
+      assertThat(byId.get(g.parentSpanId()).name()).isEqualTo("rl.grpo.generation");
+    });
+    Set<String> generateIds = generates.stream().map(SpanRecord::spanId).collect(Collectors.toSet());
+    assertThat(run.traces().named("rl.worker.generate_async")).allSatisfy(w ->
+        assertThat(generateIds).contains(w.parentSpanId()));
+    assertThat(run.traces().named("llm_request")).allSatisfy(e ->
+        assertThat(byId.get(e.parentSpanId()).name()).isEqualTo("rl.worker.generate_async"));
+  }
+
+  @Test
+  void step_linksToTheGenerateSpansThatProducedItsTrajectories() {
+    List<SpanRecord> steps = run.traces().named("rl.grpo.step");
+    assertThat(steps).hasSize(STEPS);
+    for (SpanRecord step : steps) {
+      assertThat(step.links()).hasSize(PROMPTS * GROUP).allSatisfy(l -> {
+        SpanRecord target = byId.get(l.spanId());
+        assertThat(target).isNotNull();
+        assertThat(target.name()).isEqualTo("rl.vllm.generate");
+        long tv = (Long) target.attributes().get("rl.target_weight_version");
+        assertThat(tv).isLessThanOrEqualTo((Long) step.attributes().get("rl.step"));
+      });
+      List<SpanRecord> trace = run.traces().byTrace().get(step.traceId());
+      Set<String> names = trace.stream().map(SpanRecord::name).collect(Collectors.toSet());
+      assertThat(names).contains("rl.idle.buffer_starvation", "rl.idle.refit_bubble", "rl.grpo.policy_training",
+          "rl.trainer.train");
+    }
+  }
+
+  private static SpanRecord root(SpanRecord s) {
+    SpanRecord cur = s;
+    while (!cur.isRoot()) {
+      cur = byId.get(cur.parentSpanId());
+    }
+    return cur;
+  }
+}

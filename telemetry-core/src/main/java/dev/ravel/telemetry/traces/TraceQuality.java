@@ -1,0 +1,98 @@
+package dev.ravel.telemetry.traces;
+
+import dev.ravel.telemetry.spans.SpanNames;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
+
+/**
+ * The two measures DESIGN.md sets targets for, computed from a run's spans:
+ * <ul>
+ *   <li><b>generation coverage</b>: the share of engine requests ({@code llm_request}) that have an
+ *       {@code rl.vllm.generate} ancestor in the same trace;</li>
+ *   <li><b>connectedness</b>: the share of spans from worker processes (every role but {@code driver}),
+ *       engine spans included, whose chain of parents reaches a {@code rl.grpo.step} root in the same
+ *       trace without a missing link.</li>
+ * </ul>
+ */
+public final class TraceQuality {
+  private static final int MAX_DEPTH = 256;
+
+  private final List<SpanRecord> spans;
+  private final Map<String, SpanRecord> byId;
+
+  private TraceQuality(List<SpanRecord> spans) {
+    this.spans = spans;
+    this.byId = spans.stream().collect(java.util.stream.Collectors.toMap(s -> s.traceId() + s.spanId(), s -> s, (a, b) -> a));
+  }
+
+  public static TraceQuality of(List<SpanRecord> spans) {
+    return new TraceQuality(List.copyOf(spans));
+  }
+
+  /** Engine requests with an {@code rl.vllm.generate} ancestor / engine requests (1.0 when there are none). */
+  public double generationCoverage() {
+    List<SpanRecord> engine = spans.stream().filter(s -> s.name().equals(SpanNames.LLM_REQUEST)).toList();
+    if (engine.isEmpty()) {
+      return 1.0;
+    }
+    long covered = engine.stream().filter(s -> hasAncestor(s, a -> a.name().equals(SpanNames.VLLM_GENERATE))).count();
+    return (double) covered / engine.size();
+  }
+
+  /** Worker-process spans connected to a step root / worker-process spans (1.0 when there are none). */
+  public double connectedness() {
+    List<SpanRecord> worker = workerSpans();
+    if (worker.isEmpty()) {
+      return 1.0;
+    }
+    return (double) worker.stream().filter(this::connected).count() / worker.size();
+  }
+
+  /** Spans from worker processes (every role but driver). */
+  public List<SpanRecord> workerSpans() {
+    return spans.stream().filter(s -> !s.role().equals("driver")).toList();
+  }
+
+  /** The worker-process spans that do not reach a step root. */
+  public List<SpanRecord> disconnected() {
+    return workerSpans().stream().filter(s -> !connected(s)).toList();
+  }
+
+  /** Whether {@code s}'s parents lead, link by link, to a {@code rl.grpo.step} root. */
+  public boolean connected(SpanRecord s) {
+    SpanRecord cur = s;
+    for (int i = 0; i < MAX_DEPTH; i++) {
+      if (cur.isRoot()) {
+        return cur.name().equals(SpanNames.GRPO_STEP);
+      }
+      SpanRecord parent = byId.get(cur.traceId() + cur.parentSpanId());
+      if (parent == null) {
+        return false;
+      }
+      cur = parent;
+    }
+    return false;
+  }
+
+  /** Whether some ancestor of {@code s} in its trace satisfies {@code p}. */
+  public boolean hasAncestor(SpanRecord s, Predicate<SpanRecord> p) {
+    SpanRecord cur = s;
+    for (int i = 0; i < MAX_DEPTH && !cur.isRoot(); i++) {
+      SpanRecord parent = byId.get(cur.traceId() + cur.parentSpanId());
+      if (parent == null) {
+        return false;
+      }
+      if (p.test(parent)) {
+        return true;
+      }
+      cur = parent;
+    }
+    return false;
+  }
+
+  /** The parent of {@code s}, if present. */
+  public java.util.Optional<SpanRecord> parent(SpanRecord s) {
+    return java.util.Optional.ofNullable(byId.get(s.traceId() + s.parentSpanId()));
+  }
+}

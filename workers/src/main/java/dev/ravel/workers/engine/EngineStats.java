@@ -1,0 +1,115 @@
+package dev.ravel.workers.engine;
+
+import java.io.Serializable;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.Map;
+
+/**
+ * A snapshot of an {@link EmbeddedEngine}'s counters (totals since it started) and gauges (now). Each
+ * value is exact; values are read one after another, so a snapshot taken while requests run need not be
+ * one instant across fields. Immutable and serializable.
+ */
+public final class EngineStats implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final long[] finished;
+  private final long preemptions;
+  private final int running;
+  private final int waiting;
+  private final int kvTokensUsed;
+  private final int kvTokenBudget;
+  private final long promptTokens;
+  private final long generationTokens;
+  private final long spansKept;
+  private final long spansSampledOut;
+
+  EngineStats(long[] finished, long preemptions, int running, int waiting, int kvTokensUsed, int kvTokenBudget,
+      long promptTokens, long generationTokens, long spansKept, long spansSampledOut) {
+    this.finished = finished.clone();
+    this.preemptions = preemptions;
+    this.running = running;
+    this.waiting = waiting;
+    this.kvTokensUsed = kvTokensUsed;
+    this.kvTokenBudget = kvTokenBudget;
+    this.promptTokens = promptTokens;
+    this.generationTokens = generationTokens;
+    this.spansKept = spansKept;
+    this.spansSampledOut = spansSampledOut;
+  }
+
+  /** Finished requests by finish reason (every reason present, zeros included). */
+  public Map<FinishReason, Long> requestsFinished() {
+    Map<FinishReason, Long> m = new EnumMap<>(FinishReason.class);
+    for (FinishReason r : FinishReason.values()) {
+      m.put(r, finished[r.ordinal()]);
+    }
+    return Collections.unmodifiableMap(m);
+  }
+
+  /** Finished requests with {@code reason}. */
+  public long requestsFinished(FinishReason reason) {
+    return finished[reason.ordinal()];
+  }
+
+  /** Finished requests, all reasons. */
+  public long requestsFinishedTotal() {
+    long n = 0;
+    for (long f : finished) {
+      n += f;
+    }
+    return n;
+  }
+
+  /** Evictions from the running batch (each later recomputed). */
+  public long preemptions() {
+    return preemptions;
+  }
+
+  /** Requests in the running batch now. */
+  public int running() {
+    return running;
+  }
+
+  /** Requests submitted and not yet admitted (preempted ones included) now. */
+  public int waiting() {
+    return waiting;
+  }
+
+  /** KV tokens the running requests hold now. */
+  public int kvTokensUsed() {
+    return kvTokensUsed;
+  }
+
+  public int kvTokenBudget() {
+    return kvTokenBudget;
+  }
+
+  /** Prompt tokens of finished requests. */
+  public long promptTokens() {
+    return promptTokens;
+  }
+
+  /** Completion tokens of finished requests. */
+  public long generationTokens() {
+    return generationTokens;
+  }
+
+  /** {@code llm_request} spans recorded. */
+  public long spansKept() {
+    return spansKept;
+  }
+
+  /** Finished requests whose span the engine's sampler dropped (0 while tracing is off). */
+  public long spansSampledOut() {
+    return spansSampledOut;
+  }
+
+  @Override
+  public String toString() {
+    return "EngineStats{finished=" + requestsFinished() + ", preemptions=" + preemptions + ", running=" + running
+        + ", waiting=" + waiting + ", kv=" + kvTokensUsed + "/" + kvTokenBudget + ", promptTokens=" + promptTokens
+        + ", generationTokens=" + generationTokens + ", spansKept=" + spansKept + ", spansSampledOut="
+        + spansSampledOut + "}";
+  }
+}

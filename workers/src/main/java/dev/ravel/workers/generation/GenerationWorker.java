@@ -1,0 +1,35 @@
+package dev.ravel.workers.generation;
+
+import dev.ravel.workers.actor.ActorRole;
+import dev.ravel.workers.actor.Payload;
+import dev.ravel.workers.actor.RavelRole;
+import dev.ravel.workers.actor.Untraced;
+import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.model.ModelWeights;
+import io.ray.api.ObjectRef;
+import java.util.List;
+
+/**
+ * A generation worker: an inference engine behind an actor. Its calls run in spans
+ * {@code rl.worker.<method>}; each request's engine span {@code llm_request} is a child of the call.
+ */
+@ActorRole(name = "generation_worker", spans = "worker")
+public interface GenerationWorker extends RavelRole {
+  /** Sync mode: generates a whole batch, continuously batched by the engine; results in request order. */
+  List<GenerationResult> generate(List<GenerationRequest> requests);
+
+  /**
+   * Async mode: one request. The actor serves many such calls at once (its max concurrency) and the
+   * engine batches them.
+   */
+  GenerationResult generateAsync(GenerationRequest request);
+
+  /** Loads the weights behind {@code weights} (put once in the object store by the driver); returns their version. */
+  long updateWeights(ObjectRef<Payload<ModelWeights>> weights);
+
+  /** The engine's counters. */
+  @Untraced
+  EngineStats engineStats();
+}

@@ -1,0 +1,174 @@
+package dev.ravel.workers.grpo;
+
+import dev.ravel.workers.model.AdamW;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.Sampling;
+import dev.ravel.workers.model.TinyLm;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The GRPO learner of a {@link TinyLm}: holds the current weights, the frozen reference weights and the
+ * AdamW state, and takes one optimizer step on the {@link GrpoLoss} of a batch per {@link #train} call
+ * (one policy update per batch, as in GRPO with a single inner iteration). Advantages are
+ * {@link Advantages#groupRelative} of the batch's rewards.
+ *
+ * <p><b>Batch layout:</b> a batch is {@code k * groupSize} trajectories in which each consecutive run of
+ * {@code groupSize} is one group, the completions of one prompt (checked: they must share the prompt
+ * tokens). {@code requestId} and {@code groupIndex} are not interpreted.
+ *
+ * <p>Methods are synchronized. Weights handed out are never mutated afterwards; each step publishes a new
+ * {@link ModelWeights} with version + 1.
+ */
+public final class GrpoTrainer {
+  private final GrpoConfig config;
+  private final ModelWeights reference;
+  private final AdamW optimizer;
+  private final float[] params;
+  private ModelWeights current;
+
+  /** A trainer starting from {@code initial}, which is also the frozen reference policy. */
+  public GrpoTrainer(ModelWeights initial, GrpoConfig config) {
+    this(initial, initial, config);
+  }
+
+  /** A trainer starting from {@code initial} with a separate frozen {@code reference} of the same spec. */
+  public GrpoTrainer(ModelWeights initial, ModelWeights reference, GrpoConfig config) {
+    this.current = Objects.requireNonNull(initial, "initial");
+    this.reference = Objects.requireNonNull(reference, "reference");
+    this.config = Objects.requireNonNull(config, "config");
+    if (!initial.spec().equals(reference.spec())) {
+      throw new IllegalArgumentException("reference: spec " + reference.spec() + " differs from " + initial.spec());
+    }
+    this.params = initial.params().clone();
+    this.optimizer = AdamW.builder()
+        .learningRate(config.learningRate())
+        .betas(0.9, 0.99)
+        .eps(1e-8)
+        .weightDecay(config.weightDecay())
+        .maxGradNorm(config.maxGradNorm())
+        .build(params.length);
+  }
+
+  /** The current policy weights. */
+  public synchronized ModelWeights weights() {
+    return current;
+  }
+
+  /** The frozen reference weights. */
+  public ModelWeights reference() {
+    return reference;
+  }
+
+  public GrpoConfig config() {
+    return config;
+  }
+
+  /** Optimizer steps taken. */
+  public synchronized long steps() {
+    return optimizer.steps();
+  }
+
+  /**
+   * Per-token log-probs of every completion of {@code batch} under the current policy and the reference
+   * policy (the "policy and reference log-probs" phase of a step).
+   */
+  public synchronized LogProbs logprobs(List<Trajectory> batch) {
+    Objects.requireNonNull(batch, "batch");
+    TinyLm policy = TinyLm.of(current);
+    TinyLm ref = TinyLm.of(reference);
+    float[][] pol = new float[batch.size()][];
+    float[][] refs = new float[batch.size()][];
+    for (int i = 0; i < batch.size(); i++) {
+      Trajectory tr = Objects.requireNonNull(batch.get(i), "batch[" + i + "]");
+      pol[i] = completionLogProbs(policy, tr);
+      refs[i] = completionLogProbs(ref, tr);
+    }
+    return new LogProbs(current.version(), reference.version(), pol, refs);
+  }
+
+  /** One GRPO step on {@code batch}, computing the reference log-probs itself. */
+  public synchronized TrainStep train(List<Trajectory> batch) {
+    checkBatch(batch);
+    float[][] refs = new float[batch.size()][];
+    TinyLm ref = TinyLm.of(reference);
+    for (int i = 0; i < batch.size(); i++) {
+      refs[i] = completionLogProbs(ref, batch.get(i));
+    }
+    return step(batch, refs);
+  }
+
+  /**
+   * One GRPO step on {@code batch}, taking the reference log-probs from {@code precomputed} (from
+   * {@link #logprobs} of the same batch); the policy log-probs are recomputed, since the step needs their
+   * gradient.
+   */
+  public synchronized TrainStep train(List<Trajectory> batch, LogProbs precomputed) {
+    checkBatch(batch);
+    Objects.requireNonNull(precomputed, "precomputed");
+    if (precomputed.size() != batch.size()) {
+      throw new IllegalArgumentException(
+          "precomputed: " + precomputed.size() + " sequences for a batch of " + batch.size());
+    }
+    if (precomputed.referenceVersion() != reference.version()) {
+      throw new IllegalArgumentException("precomputed: reference version " + precomputed.referenceVersion()
+          + " is not this trainer's reference version " + reference.version());
+    }
+    float[][] refs = new float[batch.size()][];
+    for (int i = 0; i < batch.size(); i++) {
+      if (precomputed.length(i) != batch.get(i).completionLength()) {
+        throw new IllegalArgumentException("precomputed: sequence " + i + " has " + precomputed.length(i)
+            + " log-probs for " + batch.get(i).completionLength() + " completion tokens");
+      }
+      refs[i] = precomputed.reference(i);
+    }
+    return step(batch, refs);
+  }
+
+  private TrainStep step(List<Trajectory> batch, float[][] refLogProbs) {
+    double[] rewards = new double[batch.size()];
+    for (int i = 0; i < rewards.length; i++) {
+      rewards[i] = batch.get(i).reward();
+    }
+    double[] advantages = Advantages.groupRelative(rewards, config.groupSize(), config.advantageEps());
+    GrpoLoss.Result r = GrpoLoss.compute(TinyLm.of(current), batch, advantages, refLogProbs, config);
+    double gradNorm = optimizer.step(params, r.gradient());
+    current = ModelWeights.of(current.spec(), current.version() + 1, params.clone());
+    TrainMetrics metrics = new TrainMetrics(current.version(), r.loss(), r.kl(), r.clipFraction(), r.meanRatio(),
+        gradNorm, r.meanReward(), r.tokens(), r.sequences());
+    return new TrainStep(current, metrics);
+  }
+
+  /** k3 estimator of KL(policy || reference) for one token: {@code exp(ref - pol) - (ref - pol) - 1}. */
+  static double k3(double policyLogProb, double referenceLogProb) {
+    double delta = referenceLogProb - policyLogProb;
+    return Math.exp(delta) - delta - 1;
+  }
+
+  private float[] completionLogProbs(TinyLm model, Trajectory tr) {
+    int[] seq = tr.sequence();
+    int promptLen = seq.length - tr.completionLength();
+    float[] out = new float[tr.completionLength()];
+    for (int t = 0; t < out.length; t++) {
+      out[t] = Sampling.logProb(model.logits(seq, promptLen + t), seq[promptLen + t], config.temperature());
+    }
+    return out;
+  }
+
+  private void checkBatch(List<Trajectory> batch) {
+    Objects.requireNonNull(batch, "batch");
+    int g = config.groupSize();
+    if (batch.isEmpty() || batch.size() % g != 0) {
+      throw new IllegalArgumentException(
+          "batch: size " + batch.size() + " is not a positive multiple of groupSize " + g);
+    }
+    for (int i = 0; i < batch.size(); i++) {
+      Trajectory tr = Objects.requireNonNull(batch.get(i), "batch[" + i + "]");
+      Trajectory first = batch.get(i - i % g);
+      if (!tr.samePrompt(first)) {
+        throw new IllegalArgumentException("batch: trajectory " + i + " does not share the prompt of trajectory "
+            + (i - i % g) + "; each run of groupSize=" + g + " must be one prompt's group");
+      }
+    }
+  }
+}

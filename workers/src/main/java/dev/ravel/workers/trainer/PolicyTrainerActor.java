@@ -1,0 +1,66 @@
+package dev.ravel.workers.trainer;
+
+import dev.ravel.workers.actor.Payload;
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.grpo.GrpoTrainer;
+import dev.ravel.workers.grpo.LogProbs;
+import dev.ravel.workers.grpo.TrainMetrics;
+import dev.ravel.workers.grpo.TrainStep;
+import dev.ravel.workers.grpo.Trajectory;
+import dev.ravel.workers.model.ModelWeights;
+import java.util.List;
+
+/**
+ * {@link PolicyTrainer} over a {@link GrpoTrainer}. The log-probs computed by {@link #logprobs} are reused
+ * by the {@link #train} call that follows on the same batch, so the reference pass runs once per step.
+ */
+public final class PolicyTrainerActor extends RavelActor implements PolicyTrainer {
+  private final GrpoTrainer trainer;
+  private List<String> lastBatch = List.of();
+  private LogProbs lastLogProbs;
+
+  public PolicyTrainerActor(Payload<TrainerSpec> specPayload) {
+    TrainerSpec spec = specPayload.value();
+    this.trainer = new GrpoTrainer(spec.initial(), spec.grpo());
+  }
+
+  @Override
+  public synchronized LogProbSummary logprobs(List<Trajectory> batch) {
+    LogProbs lp = trainer.logprobs(batch);
+    lastBatch = ids(batch);
+    lastLogProbs = lp;
+    double policy = 0;
+    double reference = 0;
+    long tokens = 0;
+    for (int i = 0; i < lp.size(); i++) {
+      for (float x : lp.policy(i)) {
+        policy += x;
+        tokens++;
+      }
+      for (float x : lp.reference(i)) {
+        reference += x;
+      }
+    }
+    long n = Math.max(1, tokens);
+    return new LogProbSummary(policy / n, reference / n, lp.meanKl(), tokens);
+  }
+
+  @Override
+  public synchronized TrainOutcome train(List<Trajectory> batch) {
+    boolean reuse = lastLogProbs != null && lastBatch.equals(ids(batch))
+        && lastLogProbs.policyVersion() == trainer.weights().version();
+    TrainStep step = reuse ? trainer.train(batch, lastLogProbs) : trainer.train(batch);
+    lastLogProbs = null;
+    TrainMetrics m = step.metrics();
+    return new TrainOutcome(step.weights(), m.loss(), m.kl(), m.clipFraction(), m.meanRatio(), m.gradNorm(), m.tokens());
+  }
+
+  @Override
+  public ModelWeights weights() {
+    return trainer.weights();
+  }
+
+  private static List<String> ids(List<Trajectory> batch) {
+    return batch.stream().map(Trajectory::requestId).toList();
+  }
+}

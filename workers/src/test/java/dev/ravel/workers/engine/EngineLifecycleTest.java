@@ -1,0 +1,181 @@
+package dev.ravel.workers.engine;
+
+import static dev.ravel.workers.engine.Requests.batch;
+import static dev.ravel.workers.engine.Requests.config;
+import static dev.ravel.workers.engine.Requests.request;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.telemetry.spans.EngineNames;
+import dev.ravel.telemetry.spans.SpanNames;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.sdk.trace.data.EventData;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(20)
+final class EngineLifecycleTest {
+  private final List<EmbeddedEngine> engines = new ArrayList<>();
+
+  private EmbeddedEngine engine(EngineConfig config, FakeModel model, OpenTelemetry otel) {
+    EmbeddedEngine e = new EmbeddedEngine(config, model, otel);
+    engines.add(e);
+    return e;
+  }
+
+  @AfterEach
+  void closeEngines() {
+    engines.forEach(EmbeddedEngine::close);
+  }
+
+  @Test
+  void submit_fromEightThreadsAtOnce_everyFutureCompletesWithItsOwnResult() throws Exception {
+    EmbeddedEngine engine = engine(config().maxRunningRequests(16).build(), FakeModel.of(1), OpenTelemetry.noop());
+    int threads = 8;
+    int perThread = 60;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    CountDownLatch start = new CountDownLatch(1);
+    try {
+      List<Future<List<CompletableFuture<GenerationResult>>>> submitted = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int thread = t;
+        submitted.add(pool.submit(() -> {
+          start.await();
+          List<CompletableFuture<GenerationResult>> mine = new ArrayList<>();
+          for (GenerationRequest r : batch("t" + thread, perThread, 6)) {
+            mine.add(engine.submit(r));
+          }
+          return mine;
+        }));
+      }
+      start.countDown();
+
+      Set<String> ids = new HashSet<>();
+      for (int t = 0; t < threads; t++) {
+        List<CompletableFuture<GenerationResult>> mine = submitted.get(t).get(10, TimeUnit.SECONDS);
+        for (int i = 0; i < perThread; i++) {
+          GenerationResult r = mine.get(i).get(10, TimeUnit.SECONDS);
+          assertThat(r.requestId()).isEqualTo("t" + t + "-" + i);
+          assertThat(r.finishReason()).isIn(FinishReason.STOP, FinishReason.LENGTH);
+          ids.add(r.requestId());
+        }
+      }
+      assertThat(ids).hasSize(threads * perThread);
+      assertThat(engine.snapshot().requestsFinishedTotal()).isEqualTo(threads * perThread);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void updateModel_midGeneration_laterTokensComeFromTheNewVersion() {
+    Telemetry telemetry = new Telemetry();
+    try {
+      FakeModel v2 = FakeModel.of(2).eosLogit(FakeModel.NEVER).forcing(7);
+      AtomicReference<EmbeddedEngine> ref = new AtomicReference<>();
+      AtomicLong calls = new AtomicLong();
+      FakeModel v1 = FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
+        if (calls.incrementAndGet() == 20) {
+          ref.get().updateModel(v2);
+        }
+      });
+      EmbeddedEngine engine = engine(config().tracing(true).build(), v1, telemetry.sdk);
+      ref.set(engine);
+
+      List<GenerationResult> results = engine.generate(batch("u", 4, 30));
+      GenerationResult later = engine.submit(request("later", 4, 5, 9)).join();
+
+      boolean v1Tokens = false;
+      for (GenerationResult r : results) {
+        assertThat(r.weightVersion()).isEqualTo(2);
+        int[] c = r.completionTokens();
+        assertThat(c).hasSize(30);
+        for (int i = c.length - 20; i < c.length; i++) {
+          assertThat(c[i]).as("token %d of %s", i, r.requestId()).isEqualTo(7);
+        }
+        v1Tokens |= c[0] != 7;
+      }
+      assertThat(v1Tokens).as("some tokens came from version 1").isTrue();
+      assertThat(later.weightVersion()).isEqualTo(2);
+      assertThat(later.completionTokens()).containsOnly(7);
+      for (SpanData span : telemetry.spansNamed(SpanNames.LLM_REQUEST)) {
+        assertThat(span.getAttributes().get(EngineNames.WEIGHT_VERSION)).isEqualTo(2L);
+        if (!span.getAttributes().get(EngineNames.REQUEST_ID).equals("later")) {
+          assertThat(span.getEvents()).extracting(EventData::getName).containsExactly(EngineNames.EVENT_WEIGHT_UPDATE);
+        }
+      }
+    } finally {
+      telemetry.close();
+    }
+  }
+
+  @Test
+  void close_withRunningAndWaitingRequests_abortsThemAndStopsTheThread() throws Exception {
+    EmbeddedEngine engine = engine(config().maxRunningRequests(2).build(),
+        FakeModel.of(1).eosLogit(FakeModel.NEVER).delayed(500_000), OpenTelemetry.noop());
+    List<CompletableFuture<GenerationResult>> futures = new ArrayList<>();
+    for (GenerationRequest r : batch("x", 6, 1_000_000)) {
+      futures.add(engine.submit(r));
+    }
+    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+    while (engine.snapshot().running() < 2 && System.nanoTime() < deadline) {
+      Thread.sleep(2);
+    }
+    Thread.sleep(20);
+
+    engine.close();
+
+    assertThat(engine.schedulerAlive()).isFalse();
+    assertThat(futures).allSatisfy(f -> assertThat(f).isDone());
+    List<GenerationResult> results = futures.stream().map(CompletableFuture::join).toList();
+    assertThat(results).allSatisfy(r -> {
+      assertThat(r.finishReason()).isEqualTo(FinishReason.ABORT);
+      assertThat(r.error()).isNull();
+    });
+    assertThat(results.subList(0, 2)).allSatisfy(r -> assertThat(r.completionTokens()).isNotEmpty());
+    assertThat(results.subList(2, 6)).allSatisfy(r -> assertThat(r.completionTokens()).isEmpty());
+    assertThat(engine.snapshot().requestsFinished(FinishReason.ABORT)).isEqualTo(6);
+    assertThat(engine.snapshot().running()).isZero();
+    assertThat(engine.snapshot().waiting()).isZero();
+
+    GenerationResult afterClose = engine.submit(request("late", 3, 4, 1)).get(1, TimeUnit.SECONDS);
+    assertThat(afterClose.finishReason()).isEqualTo(FinishReason.ABORT);
+    engine.close();
+  }
+
+  @Test
+  void constructor_idleEngine_parksItsNamedDaemonThreadWithoutSpinning() throws Exception {
+    FakeModel model = FakeModel.of(1);
+    EmbeddedEngine engine = engine(config().modelName("idle").build(), model, OpenTelemetry.noop());
+    engine.generate(batch("i", 2, 3));
+    Thread scheduler = Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().startsWith("ravel-engine-idle-")).findFirst().orElseThrow();
+    assertThat(scheduler.isDaemon()).isTrue();
+
+    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+    while (scheduler.getState() != Thread.State.WAITING && System.nanoTime() < deadline) {
+      Thread.sleep(1);
+    }
+
+    assertThat(scheduler.getState()).isEqualTo(Thread.State.WAITING);
+    long calls = model.forwardCalls.get();
+    Thread.sleep(20);
+    assertThat(model.forwardCalls.get()).isEqualTo(calls);
+    engine.close();
+    assertThat(scheduler.isAlive()).isFalse();
+  }
+}

@@ -1,0 +1,117 @@
+package dev.ravel.workers.grpo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.workers.model.ModelSpec;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.Sampling;
+import dev.ravel.workers.model.TinyLm;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+final class GrpoLossTest {
+  private static final ModelSpec SMALL =
+      ModelSpec.builder().vocabSize(6).contextTokens(3).embedDim(4).hiddenDim(5).build();
+  private static final GrpoConfig CONFIG =
+      GrpoConfig.builder().groupSize(4).klBeta(0.1).temperature(0.8).build();
+
+  @Test
+  void compute_gradientMatchesFiniteDifferencesOfTheLossOffPolicyWithKl() {
+    ModelWeights policy = ModelWeights.init(SMALL, 1);
+    TinyLm ref = TinyLm.of(ModelWeights.init(SMALL, 2));
+    List<Trajectory> batch = offPolicyBatch(TinyLm.of(policy), new Random(3));
+    double[] advantages = Advantages.groupRelative(rewards(batch), 4, 1e-6);
+    float[][] refLogProbs = logProbs(ref, batch);
+
+    GrpoLoss.Result r = GrpoLoss.compute(TinyLm.of(policy), batch, advantages, refLogProbs, CONFIG);
+
+    assertThat(r.kl()).isPositive(); // the reference differs, so the KL term is exercised
+    assertThat(r.meanRatio()).isNotEqualTo(1.0); // and the importance ratio
+    float[] p = policy.params().clone();
+    float h = 5e-3f;
+    for (int k = 0; k < p.length; k++) {
+      float saved = p[k];
+      p[k] = saved + h;
+      double up = loss(p, batch, advantages, refLogProbs);
+      p[k] = saved - h;
+      double down = loss(p, batch, advantages, refLogProbs);
+      p[k] = saved;
+      double numeric = (up - down) / ((double) (saved + h) - (double) (saved - h));
+      double analytic = r.gradient()[k];
+      assertThat(Math.abs(analytic - numeric))
+          .as("param %d: analytic %s vs finite difference %s", k, analytic, numeric)
+          .isLessThanOrEqualTo(1e-2 * Math.max(Math.abs(analytic), Math.abs(numeric)) + 1e-5);
+    }
+  }
+
+  @Test
+  void compute_averagesTokensWithinSequencesThenOverSequences() {
+    // on-policy, reference = policy: the loss is -mean_i A_i exactly, whatever the completion lengths
+    TinyLm lm = TinyLm.of(ModelWeights.init(SMALL, 1));
+    List<Trajectory> batch = new ArrayList<>();
+    int[] prompt = {1, 2};
+    int[][] completions = {{3}, {4, 0, 5}, {0, 5}, {2, 2, 2, 2, 5}};
+    double[] rewards = {1, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+      batch.add(new Trajectory("r", prompt, completions[i], logProbs(lm, prompt, completions[i]), rewards[i], 0, i));
+    }
+    double[] advantages = {3, -1, -1, -1}; // sums to 0 over sequences, not over tokens
+
+    GrpoLoss.Result r = GrpoLoss.compute(lm, batch, advantages, logProbs(lm, batch), CONFIG);
+
+    assertThat(r.loss()).isCloseTo(0.0, org.assertj.core.data.Offset.offset(1e-7));
+    assertThat(r.tokens()).isEqualTo(11);
+    assertThat(r.kl()).isZero();
+    assertThat(r.meanReward()).isEqualTo(0.25);
+  }
+
+  private static double loss(float[] p, List<Trajectory> batch, double[] advantages, float[][] refLogProbs) {
+    TinyLm lm = TinyLm.of(ModelWeights.of(SMALL, 0, p.clone()));
+    return GrpoLoss.compute(lm, batch, advantages, refLogProbs, CONFIG).loss();
+  }
+
+  /** Two groups of four; behaviour log-probs within +-0.1 of the policy's, so ratios stay inside the clip range. */
+  private static List<Trajectory> offPolicyBatch(TinyLm lm, Random rng) {
+    List<Trajectory> batch = new ArrayList<>();
+    for (int[] prompt : new int[][] {{1, 2}, {4}}) {
+      for (int g = 0; g < 4; g++) {
+        int[] completion = rng.ints(1 + rng.nextInt(3), 0, 6).toArray();
+        float[] behaviour = logProbs(lm, prompt, completion);
+        for (int t = 0; t < behaviour.length; t++) {
+          behaviour[t] = Math.min(0f, behaviour[t] + (float) (rng.nextDouble() * 0.2 - 0.1));
+        }
+        batch.add(new Trajectory("r", prompt, completion, behaviour, g == 0 ? 1 : rng.nextInt(2), 0, g));
+      }
+    }
+    return batch;
+  }
+
+  private static float[] logProbs(TinyLm lm, int[] prompt, int[] completion) {
+    return logProbs(lm, prompt, completion, CONFIG.temperature());
+  }
+
+  /** Per-token log-probs of {@code completion} after {@code prompt}, as sampling at {@code temperature} records. */
+  static float[] logProbs(TinyLm lm, int[] prompt, int[] completion, double temperature) {
+    int[] seq = java.util.Arrays.copyOf(prompt, prompt.length + completion.length);
+    System.arraycopy(completion, 0, seq, prompt.length, completion.length);
+    float[] out = new float[completion.length];
+    for (int t = 0; t < out.length; t++) {
+      out[t] = Sampling.logProb(lm.logits(seq, prompt.length + t), completion[t], temperature);
+    }
+    return out;
+  }
+
+  private static float[][] logProbs(TinyLm lm, List<Trajectory> batch) {
+    float[][] out = new float[batch.size()][];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = logProbs(lm, batch.get(i).prompt(), batch.get(i).completion());
+    }
+    return out;
+  }
+
+  private static double[] rewards(List<Trajectory> batch) {
+    return batch.stream().mapToDouble(Trajectory::reward).toArray();
+  }
+}

@@ -1,0 +1,194 @@
+package dev.ravel.workers.grpo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.ravel.workers.model.Generation;
+import dev.ravel.workers.model.ModelSpec;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.TinyLm;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+final class GrpoTrainerTest {
+  private static final int EOS = 13;
+  private static final ModelSpec SPEC = ModelSpec.tiny(14);
+  private static final GrpoConfig CONFIG = GrpoConfig.builder().groupSize(4).learningRate(0.01).build();
+  private static final int[] PROMPT_A = {1, 10, 2, 12};
+  private static final int[] PROMPT_B = {3, 10, 3, 12};
+
+  @Test
+  void train_onPolicyFirstStepHasUnitRatiosNoClippingAndNoKl() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 1), CONFIG);
+    List<Trajectory> batch = sampled(trainer.weights(), new double[] {1, 0, 0, 1, 0, 0, 1, 0});
+
+    TrainMetrics m = trainer.train(batch).metrics();
+
+    assertThat(m.version()).isEqualTo(1);
+    assertThat(m.meanRatio()).isCloseTo(1.0, within(1e-6));
+    assertThat(m.clipFraction()).isZero();
+    assertThat(m.kl()).isCloseTo(0.0, within(1e-9));
+    assertThat(m.gradNorm()).isPositive();
+    assertThat(m.meanReward()).isEqualTo(3 / 8.0);
+    assertThat(m.sequences()).isEqualTo(8);
+    assertThat(m.tokens()).isEqualTo(batch.stream().mapToInt(Trajectory::completionLength).sum());
+    assertThat(trainer.weights().version()).isEqualTo(1);
+  }
+
+  @Test
+  void train_makesTheRewardedCompletionMoreLikelyAndTheOthersLessLikely() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 2), CONFIG);
+    TinyLm lm = TinyLm.of(trainer.weights());
+    List<Trajectory> batch = new ArrayList<>();
+    int[][] completions = {{3, EOS}, {4, EOS}, {0, EOS}, {2, EOS}};
+    for (int g = 0; g < 4; g++) {
+      float[] behaviour = GrpoLossTest.logProbs(lm, PROMPT_A, completions[g], 1.0);
+      batch.add(new Trajectory("q", PROMPT_A, completions[g], behaviour, g == 0 ? 1 : 0, 0, g));
+    }
+    LogProbs before = trainer.logprobs(batch);
+
+    trainer.train(batch);
+
+    LogProbs after = trainer.logprobs(batch);
+    assertThat(after.policy(0)[0]).isGreaterThan(before.policy(0)[0]);
+    for (int g = 1; g < 4; g++) {
+      assertThat(after.policy(g)[0]).as("completion %d", g).isLessThan(before.policy(g)[0]);
+    }
+  }
+
+  @Test
+  void train_staleBehaviourClipsOnlyTheTokensWhoseAdvantageIsPositive() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 3), CONFIG);
+    TinyLm lm = TinyLm.of(trainer.weights());
+    List<Trajectory> batch = new ArrayList<>();
+    int[][] completions = {{3, EOS}, {4, EOS}, {0, EOS}, {2, EOS}};
+    for (int g = 0; g < 4; g++) {
+      float[] behaviour = GrpoLossTest.logProbs(lm, PROMPT_A, completions[g], 1.0);
+      for (int t = 0; t < behaviour.length; t++) {
+        behaviour[t] -= 1; // the behaviour policy liked these tokens e times less: ratio = e > 1 + eps
+      }
+      batch.add(new Trajectory("q", PROMPT_A, completions[g], behaviour, g == 0 ? 1 : 0, 0, g));
+    }
+
+    TrainMetrics m = trainer.train(batch).metrics();
+
+    // A > 0 and ratio > 1 + eps: clipped (no gradient); A < 0: min() keeps the unclipped, larger penalty
+    assertThat(m.clipFraction()).isEqualTo(2 / 8.0);
+    assertThat(m.meanRatio()).isCloseTo(Math.E, within(1e-4));
+  }
+
+  @Test
+  void train_groupsWithoutRewardVarianceLeaveThePolicyUnchanged() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 4), CONFIG);
+    ModelWeights before = trainer.weights();
+
+    TrainStep step = trainer.train(sampled(before, new double[] {1, 1, 1, 1, 0, 0, 0, 0}));
+
+    assertThat(step.metrics().gradNorm()).isZero();
+    assertThat(step.weights().params()).containsExactly(before.params());
+    assertThat(step.weights().version()).isEqualTo(1);
+  }
+
+  @Test
+  void logprobs_referenceStaysFrozenWhileThePolicyMoves() {
+    ModelWeights initial = ModelWeights.init(SPEC, 5);
+    GrpoTrainer trainer = new GrpoTrainer(initial, CONFIG);
+    List<Trajectory> batch = sampled(initial, new double[] {1, 0, 0, 0, 0, 1, 0, 0});
+    LogProbs start = trainer.logprobs(batch);
+    assertThat(start.policy(0)).containsExactly(start.reference(0));
+    assertThat(start.policy(0)).containsExactly(batch.get(0).logprobs());
+
+    trainer.train(batch);
+    trainer.train(batch);
+    LogProbs later = trainer.logprobs(batch);
+
+    assertThat(later.policyVersion()).isEqualTo(2);
+    assertThat(later.referenceVersion()).isZero();
+    for (int i = 0; i < batch.size(); i++) {
+      assertThat(later.reference(i)).containsExactly(start.reference(i));
+    }
+    assertThat(later.policy(0)).isNotEqualTo(start.policy(0));
+    assertThat(later.meanKl()).isPositive();
+  }
+
+  @Test
+  void train_withPrecomputedReferenceLogProbsMatchesTrainComputingThem() {
+    ModelWeights initial = ModelWeights.init(SPEC, 6);
+    GrpoTrainer a = new GrpoTrainer(initial, CONFIG);
+    GrpoTrainer b = new GrpoTrainer(initial, CONFIG);
+    List<Trajectory> first = sampled(initial, new double[] {1, 0, 0, 0, 0, 1, 1, 0});
+    a.train(first);
+    b.train(first, b.logprobs(first));
+    List<Trajectory> second = sampled(a.weights(), new double[] {0, 0, 1, 0, 1, 1, 1, 0});
+
+    TrainStep viaA = a.train(second);
+    TrainStep viaB = b.train(second, b.logprobs(second));
+
+    assertThat(viaB.weights().params()).containsExactly(viaA.weights().params());
+    assertThat(viaB.metrics()).isEqualTo(viaA.metrics());
+    assertThat(viaA.metrics().kl()).isPositive();
+  }
+
+  @Test
+  void train_handsOutWeightsThatLaterStepsDoNotChange() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 7), CONFIG);
+    List<Trajectory> batch = sampled(trainer.weights(), new double[] {1, 0, 0, 0, 0, 1, 0, 0});
+    ModelWeights v1 = trainer.train(batch).weights();
+    float[] snapshot = v1.params().clone();
+
+    ModelWeights v2 = trainer.train(batch).weights();
+
+    assertThat(v1.params()).containsExactly(snapshot);
+    assertThat(v2.params()).isNotEqualTo(snapshot);
+    assertThat(v2.version()).isEqualTo(2);
+  }
+
+  @Test
+  void train_batchThatIsNotWholeGroupsIsRejected() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 8), CONFIG);
+    List<Trajectory> batch = sampled(trainer.weights(), new double[] {1, 0, 0, 0, 0, 1, 0, 0}).subList(0, 6);
+
+    assertThatThrownBy(() -> trainer.train(batch))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("batch")
+        .hasMessageContaining("groupSize 4");
+  }
+
+  @Test
+  void train_groupMixingPromptsIsRejected() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 8), CONFIG);
+    List<Trajectory> batch = new ArrayList<>(sampled(trainer.weights(), new double[] {1, 0, 0, 0, 0, 1, 0, 0}));
+    Trajectory moved = batch.remove(4); // the first of prompt B's group into prompt A's
+    batch.add(3, moved);
+
+    assertThatThrownBy(() -> trainer.train(batch))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("trajectory 3");
+    assertThat(trainer.steps()).isZero();
+  }
+
+  @Test
+  void train_precomputedForAnotherBatchIsRejected() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 9), CONFIG);
+    List<Trajectory> batch = sampled(trainer.weights(), new double[] {1, 0, 0, 0, 0, 1, 0, 0});
+    LogProbs half = trainer.logprobs(batch.subList(0, 4));
+
+    assertThatThrownBy(() -> trainer.train(batch, half)).hasMessageStartingWith("precomputed");
+  }
+
+  /** Two groups of four completions sampled from {@code w}, for prompts A and B, with the given rewards. */
+  private static List<Trajectory> sampled(ModelWeights w, double[] rewards) {
+    TinyLm lm = TinyLm.of(w);
+    SplittableRandom rng = new SplittableRandom(w.version() * 31 + 1);
+    List<Trajectory> batch = new ArrayList<>();
+    for (int i = 0; i < rewards.length; i++) {
+      int[] prompt = i < 4 ? PROMPT_A : PROMPT_B;
+      Generation.Completion c = Generation.sample(lm, prompt, EOS, 3, 1.0, 1.0, rng);
+      batch.add(new Trajectory("q" + i / 4, prompt, c.tokens(), c.logprobs(), rewards[i], w.version(), i % 4));
+    }
+    return batch;
+  }
+}
