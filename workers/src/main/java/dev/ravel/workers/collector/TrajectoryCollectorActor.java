@@ -112,15 +112,27 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   @Override
   public CollectorStats stop() {
     stopped = true;
+    // let the calls in flight finish so that their spans end; issue no new ones
+    long deadline = System.nanoTime() + 30_000_000_000L;
     synchronized (gate) {
       gate.notifyAll();
+      while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+        try {
+          gate.wait(100);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
     }
-    loop.interrupt();
-    calls.shutdownNow();
+    calls.shutdown();
     try {
       loop.join(5000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    if (loop.isAlive()) {
+      loop.interrupt();
     }
     return stats();
   }
@@ -141,7 +153,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
         targetsDone.incrementAndGet();
       } catch (RuntimeException e) {
         if (stopped) {
-          return;
+          return; // the run ended: this target's groups are abandoned (generated ahead, never trained on)
         }
         failures.incrementAndGet();
         LOG.warn("collector: generation for step {} failed: {}", t.step, e.toString());
@@ -215,6 +227,9 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
     synchronized (gate) {
       while (paused && !stopped) {
         gate.wait(200);
+      }
+      if (stopped) {
+        throw new java.util.concurrent.CancellationException("collector stopped");
       }
       inFlight.incrementAndGet();
     }
