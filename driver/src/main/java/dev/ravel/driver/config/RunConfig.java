@@ -32,7 +32,7 @@ public final class RunConfig {
     section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512);
     section("generation", "workers", 2, "backend", "embedded", "kv_token_budget", 4096,
         "max_running_requests", 64, "max_concurrency", 32, "vllm_url", "", "vllm_model", "");
-    section("grpo", "steps", 30, "prompts_per_step", 16, "group_size", 8, "learning_rate", 0.03,
+    section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
         "max_trajectory_age_steps", 1, "checkpoint_every", 0);
   }
