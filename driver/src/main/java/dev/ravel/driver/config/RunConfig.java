@@ -1,5 +1,6 @@
 package dev.ravel.driver.config;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
@@ -19,7 +20,8 @@ import java.util.Map;
  * A run config: a YAML file of sections ({@code run}, {@code cluster}, {@code generation}, {@code grpo},
  * {@code telemetry}) plus command-line overrides in dotted form ({@code grpo.steps=5}). Every key is known
  * in advance: an unknown section or key, in the file or in an override, is an error naming it, and so is
- * a value of the wrong type or out of range. Immutable.
+ * a value of the wrong type or out of range. Precedence: defaults, then the file, then
+ * {@code RAVEL_TELEMETRY_*} from the environment, then the command line. Immutable.
  */
 public final class RunConfig {
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
@@ -63,8 +65,9 @@ public final class RunConfig {
       if (!Files.isRegularFile(file)) {
         throw new ConfigException(file.toString(), "config file not found");
       }
-      try {
-        Object parsed = YAML.readValue(file.toFile(), Object.class);
+      try (JsonParser p = YAML.createParser(file.toFile())) {
+        // an empty or comment-only file has no token at all (readValue would fail): defaults, like no file
+        Object parsed = p.nextToken() == null ? null : YAML.readValue(p, Object.class);
         if (parsed != null && !(parsed instanceof Map)) {
           throw new ConfigException(file.toString(), "expected a mapping of sections at the top level");
         }
@@ -95,6 +98,7 @@ public final class RunConfig {
         put(sections, telemetrySection, name + "." + kv.getKey(), kv.getValue());
       }
     }
+    Map<String, String> telemetryEnv = new LinkedHashMap<>(env);
     for (String o : overrides) {
       int eq = o.indexOf('=');
       if (eq <= 0) {
@@ -102,6 +106,10 @@ public final class RunConfig {
       }
       String key = o.substring(0, eq).trim();
       put(sections, telemetrySection, key, scalar(o.substring(eq + 1)));
+      if (key.startsWith("telemetry.")) {
+        // the command line is the most explicit: it beats RAVEL_TELEMETRY_* from the environment
+        telemetryEnv.remove(TelemetryConfig.ENV_PREFIX + key.substring("telemetry.".length()).toUpperCase(Locale.ROOT));
+      }
     }
     Map<String, Map<String, Object>> merged = new LinkedHashMap<>();
     DEFAULTS.forEach((name, defaults) -> {
@@ -109,7 +117,7 @@ public final class RunConfig {
       m.putAll(sections.getOrDefault(name, Map.of()));
       merged.put(name, m);
     });
-    TelemetryConfig telemetry = TelemetryConfig.fromMap(telemetrySection, env);
+    TelemetryConfig telemetry = TelemetryConfig.fromMap(telemetrySection, telemetryEnv);
     return new RunConfig(merged, telemetry, file);
   }
 
@@ -144,18 +152,31 @@ public final class RunConfig {
     return String.join(", ", names);
   }
 
-  /** An override's value as YAML reads a scalar: {@code 5} a number, {@code true} a boolean, else a string. */
-  private static Object scalar(String text) {
+  private static final java.util.regex.Pattern INTEGER = java.util.regex.Pattern.compile("-?(0|[1-9][0-9]*)");
+  private static final java.util.regex.Pattern DECIMAL =
+      java.util.regex.Pattern.compile("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
+
+  /**
+   * An override's value: {@code true}/{@code false} a boolean, a plain decimal number a number, anything
+   * else the text as it is (so {@code run_id=0123} stays {@code "0123"} and {@code off} stays {@code "off"}).
+   */
+  static Object scalar(String text) {
     String t = text.trim();
-    if (t.isEmpty()) {
-      return "";
+    if (t.equals("true") || t.equals("false")) {
+      return Boolean.valueOf(t);
     }
-    try {
-      Object v = YAML.readValue(t, Object.class);
-      return v == null ? "" : v;
-    } catch (IOException e) {
-      return t;
+    if (INTEGER.matcher(t).matches()) {
+      try {
+        long v = Long.parseLong(t);
+        return v >= Integer.MIN_VALUE && v <= Integer.MAX_VALUE ? (Object) (int) v : (Object) v;
+      } catch (NumberFormatException e) {
+        return t;
+      }
     }
+    if (DECIMAL.matcher(t).matches()) {
+      return Double.valueOf(t);
+    }
+    return t;
   }
 
   private void validate() {

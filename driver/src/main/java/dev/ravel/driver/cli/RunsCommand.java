@@ -1,0 +1,84 @@
+package dev.ravel.driver.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.telemetry.traces.RunTraces;
+import dev.ravel.telemetry.traces.SpanRecord;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code ravel runs}: the runs found under the runs folder, newest first. */
+@Command(name = "runs", mixinStandardHelpOptions = true, description = "List the runs found (newest first).")
+final class RunsCommand implements Callable<Integer> {
+  @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
+  Path runsDir;
+
+  record Row(String id, Instant start, String mode, String steps, long spans, long errors, String status) {}
+
+  @Override
+  public Integer call() throws IOException {
+    if (!Files.isDirectory(runsDir)) {
+      System.err.println("ravel: no runs folder at " + runsDir.toAbsolutePath());
+      return 1;
+    }
+    List<Row> rows = new ArrayList<>();
+    try (Stream<Path> dirs = Files.list(runsDir)) {
+      for (Path dir : dirs.filter(Files::isDirectory).toList()) {
+        Row r = row(dir);
+        if (r != null) {
+          rows.add(r);
+        }
+      }
+    }
+    rows.sort(Comparator.comparing(Row::start).reversed());
+    System.out.printf("%-32s %-20s %-6s %6s %7s %6s  %s%n", "RUN", "STARTED", "MODE", "STEPS", "SPANS", "ERRORS", "STATUS");
+    for (Row r : rows) {
+      System.out.printf("%-32s %-20s %-6s %6s %7d %6d  %s%n", r.id(), r.start().toString().substring(0, 19).replace('T', ' '),
+          r.mode(), r.steps(), r.spans(), r.errors(), r.status());
+    }
+    if (rows.isEmpty()) {
+      System.out.println("(no runs under " + runsDir.toAbsolutePath() + ")");
+    }
+    return 0;
+  }
+
+  private static Row row(Path dir) throws IOException {
+    Path summary = dir.resolve(RunSummary.FILE);
+    boolean hasSpans;
+    try (Stream<Path> files = Files.list(dir)) {
+      hasSpans = files.anyMatch(p -> p.getFileName().toString().endsWith(".jsonl"));
+    }
+    if (!Files.isRegularFile(summary) && !hasSpans) {
+      return null;
+    }
+    RunTraces traces = RunTraces.readDir(dir);
+    long errors = traces.spans().stream().filter(SpanRecord::isError).count() + traces.problems().size();
+    String mode = "?";
+    String steps = String.valueOf(traces.named("rl.grpo.step").size());
+    String status = "unfinished";
+    Instant start = traces.spans().stream().map(s -> Instant.ofEpochSecond(0, s.startNanos())).min(Comparator.naturalOrder())
+        .orElse(Files.getLastModifiedTime(dir).toInstant());
+    if (Files.isRegularFile(summary)) {
+      JsonNode j = new ObjectMapper().readTree(summary.toFile());
+      mode = j.path("mode").asText("?");
+      steps = j.path("steps").asText(steps);
+      status = j.path("status").asText(status);
+      if (j.hasNonNull("started")) {
+        start = Instant.parse(j.get("started").asText());
+      }
+    } else if (!traces.named("rl.grpo.step").isEmpty()) {
+      mode = String.valueOf(traces.named("rl.grpo.step").get(0).attributes().getOrDefault("rl.mode", "?"));
+    }
+    return new Row(dir.getFileName().toString(), start, mode, steps, traces.spans().size(), errors, status);
+  }
+}

@@ -1,0 +1,421 @@
+package dev.ravel.driver.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.telemetry.config.ExporterKind;
+import dev.ravel.telemetry.config.Preset;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+final class RunConfigTest {
+  private static final Path SYNC_EXAMPLE = Path.of("..", "examples", "grpo-sync.yaml");
+  private static final Path ASYNC_EXAMPLE = Path.of("..", "examples", "grpo-async.yaml");
+
+  @TempDir
+  Path tmp;
+
+  // ---------------------------------------------------------------- defaults, file, overrides
+
+  @Test
+  void load_withoutFileGivesTheDefaults() {
+    RunConfig c = RunConfig.load(null, List.of(), Map.of());
+
+    assertThat(c.mode()).isEqualTo(RunConfig.Mode.SYNC);
+    assertThat(c.integer("run.seed")).isEqualTo(7);
+    assertThat(c.string("cluster.address")).isEmpty();
+    assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(512);
+    assertThat(c.integer("generation.workers")).isEqualTo(2);
+    assertThat(c.string("generation.backend")).isEqualTo("embedded");
+    assertThat(c.integer("grpo.steps")).isEqualTo(30);
+    assertThat(c.integer("grpo.group_size")).isEqualTo(8);
+    assertThat(c.number("grpo.learning_rate")).isEqualTo(0.03);
+    assertThat(c.integer("grpo.max_trajectory_age_steps")).isEqualTo(1);
+    assertThat(c.source()).isNull();
+    assertThat(c.telemetry().preset()).isEqualTo(Preset.PER_STEP);
+    assertThat(c.telemetry().exporter()).isEqualTo(ExporterKind.FILE);
+  }
+
+  @Test
+  void load_fileValuesReplaceDefaultsAndKeysNotInTheFileKeepTheirDefault() throws IOException {
+    Path file = yaml("""
+        run:
+          mode: async
+        grpo:
+          steps: 12
+          temperature: 0.7
+        telemetry:
+          engine_sample_ratio: 0.5
+        """);
+
+    RunConfig c = RunConfig.load(file, List.of(), Map.of());
+
+    assertThat(c.mode()).isEqualTo(RunConfig.Mode.ASYNC);
+    assertThat(c.integer("grpo.steps")).isEqualTo(12);
+    assertThat(c.number("grpo.temperature")).isEqualTo(0.7);
+    assertThat(c.integer("grpo.prompts_per_step")).isEqualTo(32);
+    assertThat(c.telemetry().engineSampleRatio()).isEqualTo(0.5);
+    assertThat(c.source()).isEqualTo(file);
+  }
+
+  @Test
+  void load_emptyOrCommentedOutFileAndEmptySectionGiveDefaults() throws IOException {
+    assertThat(RunConfig.load(yaml(""), List.of(), Map.of()).integer("grpo.steps")).isEqualTo(30);
+    assertThat(RunConfig.load(yaml("# grpo:\n#   steps: 5\n"), List.of("grpo.group_size=4"), Map.of())
+        .integer("grpo.group_size")).isEqualTo(4);
+    assertThat(RunConfig.load(yaml("---\n"), List.of(), Map.of()).integer("grpo.steps")).isEqualTo(30);
+    assertThat(RunConfig.load(yaml("grpo:\n"), List.of(), Map.of()).integer("grpo.steps")).isEqualTo(30);
+  }
+
+  @Test
+  void load_overridesWinOverTheFile() throws IOException {
+    Path file = yaml("""
+        grpo:
+          steps: 12
+        telemetry:
+          engine_sample_ratio: 0.25
+        """);
+
+    RunConfig c = RunConfig.load(file, List.of("grpo.steps=5", "telemetry.engine_sample_ratio=1.0"), Map.of());
+
+    assertThat(c.integer("grpo.steps")).isEqualTo(5);
+    assertThat(c.telemetry().engineSampleRatio()).isEqualTo(1.0);
+  }
+
+  @Test
+  void load_laterOverrideOfTheSameKeyWins() {
+    RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "grpo.steps=9"), Map.of());
+
+    assertThat(c.integer("grpo.steps")).isEqualTo(9);
+  }
+
+  @Test
+  void load_overrideValuesAreTypedAsYamlScalars() {
+    RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "grpo.temperature=0.5", "run.mode=async",
+        "cluster.address=true", "generation.vllm_model= tiny-model "), Map.of());
+
+    Map<String, Object> flat = c.flatten();
+    assertThat(flat.get("grpo.steps")).isInstanceOf(Integer.class).isEqualTo(5);
+    assertThat(flat.get("grpo.temperature")).isInstanceOf(Double.class).isEqualTo(0.5);
+    assertThat(flat.get("cluster.address")).isInstanceOf(Boolean.class).isEqualTo(true);
+    assertThat(flat.get("run.mode")).isEqualTo("async");
+    assertThat(flat.get("generation.vllm_model")).isEqualTo("tiny-model");
+  }
+
+  @Test
+  void load_overrideValueMayContainEqualsSignsAndColons() {
+    RunConfig c = RunConfig.load(null,
+        List.of("generation.backend=vllm", "generation.vllm_url=http://10.0.0.5:8000/v1?key=abc"), Map.of());
+
+    assertThat(c.string("generation.vllm_url")).isEqualTo("http://10.0.0.5:8000/v1?key=abc");
+  }
+
+  @Test
+  void load_emptyOverrideValueClearsAString() throws IOException {
+    Path file = yaml("""
+        cluster:
+          address: "10.0.0.1:6379"
+        """);
+
+    RunConfig c = RunConfig.load(file, List.of("cluster.address="), Map.of());
+
+    assertThat(c.string("cluster.address")).isEmpty();
+  }
+
+  @Test
+  void load_environmentOverridesTheTelemetrySectionOfTheFile() throws IOException {
+    Path file = yaml("""
+        telemetry:
+          engine_sample_ratio: 0.25
+          run_id: from-file
+        """);
+
+    RunConfig c = RunConfig.load(file, List.of(), Map.of(
+        "RAVEL_TELEMETRY_ENGINE_SAMPLE_RATIO", "0.75",
+        "RAVEL_TELEMETRY_RUN_ID", "from-env",
+        "RAVEL_TELEMETRY_EXPORTER", "none"));
+
+    assertThat(c.telemetry().engineSampleRatio()).isEqualTo(0.75);
+    assertThat(c.telemetry().runId()).isEqualTo("from-env");
+    assertThat(c.telemetry().exporter()).isEqualTo(ExporterKind.NONE);
+  }
+
+  @Test
+  void load_invalidTelemetryEnvironmentValueNamesTheVariable() {
+    assertConfigError(() -> RunConfig.load(null, List.of(), Map.of("RAVEL_TELEMETRY_ENGINE_SAMPLE_RATIO", "2")),
+        "RAVEL_TELEMETRY_ENGINE_SAMPLE_RATIO");
+  }
+
+  // ---------------------------------------------------------------- unknown sections and keys
+
+  @Test
+  void load_unknownKeyInFileIsNamed() throws IOException {
+    assertConfigError(() -> RunConfig.load(yaml("grpo:\n  stepz: 5\n"), List.of(), Map.of()), "grpo.stepz");
+  }
+
+  @Test
+  void load_unknownSectionInFileIsNamed() throws IOException {
+    ConfigException e = assertConfigError(
+        () -> RunConfig.load(yaml("nosuch:\n  key: 1\n"), List.of(), Map.of()), "nosuch.key");
+    assertThat(e.getMessage()).contains("unknown section 'nosuch'").contains("grpo").contains("telemetry");
+  }
+
+  @Test
+  void load_unknownTelemetryKeyInFileIsNamed() throws IOException {
+    assertConfigError(() -> RunConfig.load(yaml("telemetry:\n  sample: 1\n"), List.of(), Map.of()),
+        "telemetry.sample");
+  }
+
+  @Test
+  void load_unknownKeyInOverrideIsNamed() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("grpo.stepz=5"), Map.of()),
+        "grpo.stepz");
+    assertThat(e.getMessage()).contains("steps");
+  }
+
+  @Test
+  void load_unknownSectionInOverrideIsNamed() {
+    assertConfigError(() -> RunConfig.load(null, List.of("nosuch.key=1"), Map.of()), "nosuch.key");
+  }
+
+  @Test
+  void load_unknownTelemetryKeyInOverrideIsNamed() {
+    assertConfigError(() -> RunConfig.load(null, List.of("telemetry.sample=1"), Map.of()), "telemetry.sample");
+  }
+
+  @Test
+  void load_overrideWithoutEqualsSignIsAnError() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("grpo.steps"), Map.of()),
+        "grpo.steps");
+    assertThat(e.getMessage()).contains("section.key=value");
+  }
+
+  @Test
+  void load_overrideWithoutKeyIsAnError() {
+    assertConfigError(() -> RunConfig.load(null, List.of("=5"), Map.of()), "=5");
+  }
+
+  @Test
+  void load_overrideKeyWithoutSectionIsAnError() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("steps=5"), Map.of()), "steps");
+    assertThat(e.getMessage()).contains("section.key");
+  }
+
+  // ---------------------------------------------------------------- bad files
+
+  @Test
+  void load_missingFileNamesThePath() {
+    Path missing = tmp.resolve("nope.yaml");
+
+    ConfigException e = assertConfigError(() -> RunConfig.load(missing, List.of(), Map.of()), missing.toString());
+    assertThat(e.getMessage()).contains("not found");
+  }
+
+  @Test
+  void load_fileThatIsNotYamlNamesTheFile() throws IOException {
+    Path file = yaml("grpo: [steps, 5\nrun: {mode: sync\n");
+
+    ConfigException e = assertConfigError(() -> RunConfig.load(file, List.of(), Map.of()), file.toString());
+    assertThat(e.getMessage()).contains("not valid YAML");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"- grpo\n- run\n", "just some text\n", "42\n"})
+  void load_fileWhoseTopLevelIsNotAMappingNamesTheFile(String text) throws IOException {
+    Path file = yaml(text);
+
+    ConfigException e = assertConfigError(() -> RunConfig.load(file, List.of(), Map.of()), file.toString());
+    assertThat(e.getMessage()).contains("mapping");
+  }
+
+  @Test
+  void load_sectionThatIsNotAMappingNamesTheSection() throws IOException {
+    ConfigException e = assertConfigError(() -> RunConfig.load(yaml("grpo: 5\n"), List.of(), Map.of()), "grpo");
+    assertThat(e.getMessage()).contains("expected a section");
+  }
+
+  // ---------------------------------------------------------------- validation
+
+  @ParameterizedTest(name = "{0} -> {1}")
+  @CsvSource(delimiter = '|', value = {
+      "grpo.group_size=1                | grpo.group_size",
+      "grpo.steps=0                     | grpo.steps",
+      "grpo.prompts_per_step=0          | grpo.prompts_per_step",
+      "grpo.max_new_tokens=0            | grpo.max_new_tokens",
+      "grpo.top_p=0                     | grpo.top_p",
+      "grpo.top_p=1.5                   | grpo.top_p",
+      "grpo.temperature=-0.1            | grpo.temperature",
+      "grpo.temperature=11              | grpo.temperature",
+      "grpo.learning_rate=0             | grpo.learning_rate",
+      "grpo.clip_epsilon=0              | grpo.clip_epsilon",
+      "grpo.kl_beta=-1                  | grpo.kl_beta",
+      "grpo.max_trajectory_age_steps=-1 | grpo.max_trajectory_age_steps",
+      "grpo.checkpoint_every=-1         | grpo.checkpoint_every",
+      "generation.workers=0             | generation.workers",
+      "generation.kv_token_budget=0     | generation.kv_token_budget",
+      "generation.max_running_requests=0 | generation.max_running_requests",
+      "generation.max_concurrency=0     | generation.max_concurrency",
+      "generation.backend=sglang        | generation.backend",
+      "generation.backend=vllm          | generation.vllm_url",
+      "cluster.worker_heap_mb=63        | cluster.worker_heap_mb",
+      "cluster.num_cpus=-1              | cluster.num_cpus",
+      "run.mode=batch                   | run.mode",
+      "grpo.steps=abc                   | grpo.steps",
+      "grpo.steps=2.5                   | grpo.steps",
+      "grpo.temperature=hot             | grpo.temperature",
+      "telemetry.engine_sample_ratio=1.5 | telemetry.engine_sample_ratio",
+      "telemetry.preset=everything      | telemetry.preset",
+  })
+  void load_invalidValueIsAnErrorNamingItsKey(String override, String key) {
+    assertConfigError(() -> RunConfig.load(null, List.of(override), Map.of()), key);
+  }
+
+  @Test
+  void load_invalidValueInFileIsAnErrorNamingItsKey() throws IOException {
+    assertConfigError(() -> RunConfig.load(yaml("grpo:\n  group_size: 1\n"), List.of(), Map.of()),
+        "grpo.group_size");
+  }
+
+  @Test
+  void load_boundaryValuesAreAccepted() {
+    RunConfig c = RunConfig.load(null, List.of("grpo.group_size=2", "grpo.steps=1", "grpo.top_p=1",
+        "grpo.temperature=0", "grpo.kl_beta=0", "grpo.max_trajectory_age_steps=0", "cluster.worker_heap_mb=64",
+        "generation.backend=vllm", "generation.vllm_url=http://localhost:8000/v1",
+        "telemetry.engine_sample_ratio=0"), Map.of());
+
+    assertThat(c.integer("grpo.group_size")).isEqualTo(2);
+    assertThat(c.number("grpo.top_p")).isEqualTo(1.0);
+    assertThat(c.number("grpo.temperature")).isZero();
+    assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(64);
+    assertThat(c.string("generation.backend")).isEqualTo("vllm");
+    assertThat(c.telemetry().engineSampleRatio()).isZero();
+  }
+
+  @Test
+  void load_invalidValueMessageSaysWhatIsAllowed() {
+    ConfigException backend = assertConfigError(
+        () -> RunConfig.load(null, List.of("generation.backend=sglang"), Map.of()), "generation.backend");
+    assertThat(backend.getMessage()).contains("sglang").contains("embedded").contains("vllm");
+
+    ConfigException mode = assertConfigError(() -> RunConfig.load(null, List.of("run.mode=batch"), Map.of()),
+        "run.mode");
+    assertThat(mode.getMessage()).contains("batch").contains("sync").contains("async");
+  }
+
+  // ---------------------------------------------------------------- accessors
+
+  @ParameterizedTest
+  @CsvSource({"sync, SYNC", "async, ASYNC", "ASYNC, ASYNC", "Sync, SYNC"})
+  void mode_readsRunModeCaseInsensitively(String value, RunConfig.Mode expected) {
+    RunConfig c = RunConfig.load(null, List.of("run.mode=" + value), Map.of());
+
+    assertThat(c.mode()).isEqualTo(expected);
+    assertThat(c.mode().configName()).isEqualTo(expected.name().toLowerCase(Locale.ROOT));
+  }
+
+  @Test
+  void flatten_listsEverySectionKeyWithItsValueAndNoTelemetryKeys() {
+    RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "telemetry.preset=all"), Map.of());
+
+    Map<String, Object> flat = c.flatten();
+
+    int defaults = RunConfig.DEFAULTS.values().stream().mapToInt(Map::size).sum();
+    assertThat(flat).hasSize(defaults);
+    assertThat(flat).containsEntry("grpo.steps", 5)
+        .containsEntry("run.mode", "sync")
+        .containsEntry("generation.backend", "embedded")
+        .containsEntry("cluster.worker_heap_mb", 512);
+    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|grpo)\\.[a-z_]+"));
+  }
+
+  @Test
+  void telemetry_reflectsTelemetryOverrides() {
+    RunConfig c = RunConfig.load(null, List.of("telemetry.engine_sample_ratio=1.0", "telemetry.preset=all",
+        "telemetry.run_id=run-42", "telemetry.exporter=none", "telemetry.engine_tracing=false"), Map.of());
+
+    assertThat(c.telemetry().engineSampleRatio()).isEqualTo(1.0);
+    assertThat(c.telemetry().preset()).isEqualTo(Preset.ALL);
+    assertThat(c.telemetry().runId()).isEqualTo("run-42");
+    assertThat(c.telemetry().exporter()).isEqualTo(ExporterKind.NONE);
+    assertThat(c.telemetry().engineTracing()).isFalse();
+  }
+
+  // ---------------------------------------------------------------- shipped examples
+
+  @Test
+  void load_syncExampleLoadsAsSync() {
+    RunConfig c = RunConfig.load(SYNC_EXAMPLE, List.of(), Map.of());
+
+    assertThat(c.mode()).isEqualTo(RunConfig.Mode.SYNC);
+    assertThat(c.integer("grpo.steps")).isEqualTo(30);
+    assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(384);
+    assertThat(c.telemetry().engineTracing()).isTrue();
+    assertThat(c.telemetry().engineSampleRatio()).isEqualTo(0.25);
+  }
+
+  @Test
+  void load_asyncExampleLoadsAsAsync() {
+    RunConfig c = RunConfig.load(ASYNC_EXAMPLE, List.of(), Map.of());
+
+    assertThat(c.mode()).isEqualTo(RunConfig.Mode.ASYNC);
+    assertThat(c.integer("grpo.max_trajectory_age_steps")).isEqualTo(1);
+    assertThat(c.integer("generation.max_concurrency")).isEqualTo(32);
+  }
+
+  @Test
+  void load_syncExampleWithTheOverridesItsCommentSuggests() {
+    RunConfig c = RunConfig.load(SYNC_EXAMPLE, List.of("grpo.steps=5", "telemetry.engine_sample_ratio=1.0"),
+        Map.of());
+
+    assertThat(c.integer("grpo.steps")).isEqualTo(5);
+    assertThat(c.telemetry().engineSampleRatio()).isEqualTo(1.0);
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private Path yaml(String text) throws IOException {
+    Path file = tmp.resolve("run.yaml");
+    Files.writeString(file, text);
+    return file;
+  }
+
+  private static ConfigException assertConfigError(ThrowingCallable call, String key) {
+    ConfigException e = catchThrowableOfType(ConfigException.class, call);
+    assertThat(e).as("expected a ConfigException naming %s", key).isNotNull();
+    assertThat(e.key()).isEqualTo(key);
+    assertThat(e.getMessage()).startsWith(key + ": ");
+    return e;
+  }
+
+  @Test
+  void load_commandLineOverrideBeatsTheEnvironment() {
+    RunConfig c = RunConfig.load(null, List.of("telemetry.run_id=from-cli"),
+        Map.of("RAVEL_TELEMETRY_RUN_ID", "from-env", "RAVEL_TELEMETRY_PRESET", "all"));
+
+    assertThat(c.telemetry().runId()).isEqualTo("from-cli");
+    assertThat(c.telemetry().preset().configName()).isEqualTo("all");
+  }
+
+  @Test
+  void load_overrideTextThatLooksLikeYamlStaysText() {
+    RunConfig c = RunConfig.load(null, List.of("telemetry.run_id=0123", "telemetry.service_name=off",
+        "cluster.address=127.0.0.1:6379", "grpo.steps=7", "grpo.temperature=0.5"), Map.of());
+
+    assertThat(c.telemetry().runId()).isEqualTo("0123");
+    assertThat(c.telemetry().serviceName()).isEqualTo("off");
+    assertThat(c.string("cluster.address")).isEqualTo("127.0.0.1:6379");
+    assertThat(c.integer("grpo.steps")).isEqualTo(7);
+    assertThat(c.number("grpo.temperature")).isEqualTo(0.5);
+  }
+}
