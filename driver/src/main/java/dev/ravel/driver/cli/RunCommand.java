@@ -4,6 +4,7 @@ import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
 import dev.ravel.driver.grpo.RunSummary;
 import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -47,7 +48,7 @@ final class RunCommand implements Callable<Integer> {
     try (DriverSession session = b.start()) {
       GrpoRun run = new GrpoRun(session, config, new Progress(System.out, System.console() != null));
       try {
-        steps = run.run();
+        steps = JobContext.runInJobSpan(session.spans(), System.getenv(), run::run); // rl.job.run when submitted
         status = "succeeded";
         extra.put("engines", run.engineStats().stream().map(e -> Map.of(
             "requests_finished", e.requestsFinishedTotal(), "preemptions", e.preemptions(),

@@ -207,7 +207,17 @@ public final class LocalRayHead implements AutoCloseable {
       List<String> cmd = new ArrayList<>(List.of(home.rayCommand().toString(), "start", "--head", "--block",
           "--node-ip-address=127.0.0.1", "--port=" + gcs, "--disable-usage-stats",
           "--include-dashboard=" + dashboard, "--dashboard-host=127.0.0.1", "--dashboard-port=" + dash,
-          "--ray-client-server-port=" + freePort(PORT_MIN, PORT_MAX)));
+          "--ray-client-server-port=" + freePort(PORT_MIN, PORT_MAX),
+          // every port explicit, so that two heads on one machine (a user's and a test's) do not collide
+          "--node-manager-port=" + freePort(PORT_MIN, PORT_MAX),
+          "--object-manager-port=" + freePort(PORT_MIN, PORT_MAX),
+          "--metrics-export-port=" + freePort(PORT_MIN, PORT_MAX),
+          "--runtime-env-agent-port=" + freePort(PORT_MIN, PORT_MAX),
+          "--dashboard-agent-listen-port=" + freePort(PORT_MIN, PORT_MAX),
+          "--dashboard-agent-grpc-port=" + freePort(PORT_MIN, PORT_MAX)));
+      int workers = 10002 + 1000 * (int) (Math.random() * 9);
+      cmd.add("--min-worker-port=" + workers);
+      cmd.add("--max-worker-port=" + (workers + 999));
       if (numCpus > 0) {
         cmd.add("--num-cpus=" + numCpus);
       }

@@ -89,6 +89,7 @@ public final class GrpoRun {
   private RavelActorHandle<TrajectoryCollector> collector;
   private ModelWeights weights;
   private CollectorStats collectorStats;
+  private SpanContext runContext = SpanContext.getInvalid();
 
   public GrpoRun(DriverSession session, RunConfig config, StepListener listener) {
     this.session = session;
@@ -121,6 +122,7 @@ public final class GrpoRun {
 
   /** Creates the actors, runs every step and returns the history. */
   public List<StepMetrics> run() {
+    runContext = io.opentelemetry.api.trace.Span.current().getSpanContext();
     boolean async = config.mode() == RunConfig.Mode.ASYNC;
     createActors(async);
     if (async) {
@@ -187,7 +189,7 @@ public final class GrpoRun {
     for (int step = 0; step < steps; step++) {
       PhaseClock clock = new PhaseClock();
       long calls = 0;
-      try (ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
+      try (ScopedSpan s = startStep()) {
         s.set(RavelAttributes.STEP, step).set(RavelAttributes.ALGORITHM_MODE, "sync")
             .set(RavelAttributes.WEIGHT_VERSION, weights.version());
         int stepNo = step;
@@ -291,7 +293,7 @@ public final class GrpoRun {
       PhaseClock clock = new PhaseClock();
       long calls = 0;
       CollectorStats before = collector.call(TrajectoryCollector::stats).get();
-      try (ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
+      try (ScopedSpan s = startStep()) {
         s.set(RavelAttributes.STEP, step).set(RavelAttributes.ALGORITHM_MODE, "async")
             .set(RavelAttributes.WEIGHT_VERSION, weights.version());
         if (step == 0) {
@@ -380,6 +382,15 @@ public final class GrpoRun {
         gen > 0 ? tokens / gen : tokens / Math.max(1e-9, clock.elapsed()), clock.elapsed(), clock.phases(),
         weights.version(), batch.size(), dropped, callsSoFar + 2, s.spanContext().getTraceId());
     return m;
+  }
+
+  /**
+   * A step's root span: every step is its own trace, also inside a submitted job, whose {@code rl.job.run}
+   * span (current when the run started) the step links to instead of nesting under it.
+   */
+  private ScopedSpan startStep() {
+    ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP, io.opentelemetry.context.Context.root());
+    return s.link(runContext);
   }
 
   private <T> T phase(PhaseClock clock, String phase, SpanGroup group, String span, Supplier<T> body) {

@@ -21,8 +21,9 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Reads a run's spans back from Jaeger v2's query API ({@code GET /api/v3/traces}), searching by the
- * {@code rl.run.id} attribute. The answer is OTLP JSON ({@code {"result":{"resourceSpans":[...]}}}, possibly
+ * Reads a run's spans back from Jaeger v2's query API ({@code GET /api/v3/traces}): traces of the
+ * service in the time window, searched by the {@code rl.run.id} attribute and kept only where a span's
+ * resource carries that run id (Jaeger v1.76's memory store was seen to ignore the attribute filter). The answer is OTLP JSON ({@code {"result":{"resourceSpans":[...]}}}, possibly
  * several such objects in a row), read with the same rules as the JSON Lines files.
  */
 public final class JaegerSource {
@@ -53,7 +54,10 @@ public final class JaegerSource {
     Map<String, SpanRecord> unique = new LinkedHashMap<>();
     for (String service : services) {
       for (SpanRecord s : query(runId, service, from, to)) {
-        unique.putIfAbsent(s.traceId() + s.spanId(), s);
+        // the run id is matched here as well: the pinned Jaeger's memory store ignores query.attributes
+        if (s.runId().equals(runId)) {
+          unique.putIfAbsent(s.traceId() + s.spanId(), s);
+        }
       }
     }
     return new ArrayList<>(unique.values());

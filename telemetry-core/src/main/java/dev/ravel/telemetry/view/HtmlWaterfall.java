@@ -1,0 +1,666 @@
+package dev.ravel.telemetry.view;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ravel.telemetry.traces.SpanRecord;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.TreeMap;
+
+/**
+ * One step as a self-contained HTML page that looks like Jaeger's trace view: header (operation, step, trace
+ * id, start, duration, services, processes, depth, span count, errors), phase split and goodput bars, a legend
+ * of processes with their colours, a time ruler with five ticks, and a collapsible tree of spans whose bars sit
+ * in a timeline column, coloured per process, red for errors, with the critical path underlined. Clicking a row
+ * opens a panel with the span's attributes, resource, events and links as tables. The rollouts the step
+ * consumed are listed last.
+ *
+ * <p>The page needs nothing from outside: CSS and JavaScript are inline, a Content-Security-Policy forbids any
+ * network access, and the document is ASCII (other characters are escaped), so it displays the same whatever
+ * encoding it is written in. The data is embedded as JSON in {@code <script type="application/json"
+ * id="trace-data">} with {@code < > &} escaped as {@code \}{@code u003c ...}, so no span name or attribute can
+ * close the script element; all text in the markup is HTML-escaped and the script only ever sets
+ * {@code textContent}.
+ *
+ * <p>DOM hooks (stable, for tests and tools):
+ * <ul>
+ *   <li>{@code #waterfall}: the container of the rows;</li>
+ *   <li>{@code .span-row} per span, in tree order, with {@code data-span-id}, {@code data-span-name},
+ *       {@code data-parent-id}, {@code data-depth}, {@code data-process}, {@code data-critical-path}
+ *       ({@code true|false}), {@code data-error} ({@code true|false}); classes {@code error},
+ *       {@code on-critical-path}, {@code collapsed}, {@code open} as they apply; id {@code row-<span id>};</li>
+ *   <li>{@code .toggle} (a button, only in rows with children) collapses and expands the subtree;</li>
+ *   <li>{@code .span-detail} (id {@code detail-<span id>}, same {@code data-span-id}) follows its row, hidden
+ *       until the row is clicked (or Enter is pressed on it); once open it holds tables whose keys are
+ *       {@code .attr-key} (span attributes), {@code .resource-key}, and rows {@code .event-row},
+ *       {@code .link-row};</li>
+ *   <li>{@code .bar}, {@code .dur-label}, {@code .ruler .tick}, {@code .legend-item}, {@code .consumed-rollout}
+ *       (with {@code missing} when the linked span is absent), {@code #trace-data}, buttons {@code #expand-all},
+ *       {@code #collapse-all}, checkbox {@code #show-critical-path}.</li>
+ * </ul>
+ * Stateless and thread-safe; the same input gives the same document.
+ */
+public final class HtmlWaterfall {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+  /** Jaeger's service colours, in first-seen order. */
+  static final String[] PALETTE = {"#17B8BE", "#F8DCA1", "#B7885E", "#FFCB99", "#F89570", "#829AE3", "#E79FD5",
+      "#1E96BE", "#89DAC1", "#B3AD9E", "#12939A", "#DDB27C", "#88572C", "#FF9833", "#EF5D28", "#162A65", "#DA70BF",
+      "#125C77", "#4DC19C", "#776E57"};
+
+  private static final Map<String, String> PHASE_COLOURS = Map.of(Phases.DATA, "#76b7b2", Phases.REFIT, "#edc948",
+      Phases.GENERATION, "#4e79a7", Phases.REWARD, "#59a14f", Phases.LOGPROBS, "#9c755f", Phases.ADVANTAGE,
+      "#b07aa1", Phases.TRAINING, "#f28e2b", Phases.CHECKPOINT, "#bab0ac", Phases.IDLE_STARVATION, "#d7d7d7",
+      Phases.IDLE_BUBBLE, "#c2c2c2");
+
+  private static final String[] KINDS = {"unspecified", "internal", "server", "client", "producer", "consumer"};
+
+  /** Creates a renderer (it keeps no state). */
+  public HtmlWaterfall() {}
+
+  /**
+   * The page for one step.
+   *
+   * @param step the step to draw
+   * @param run the run it belongs to, for the run id, the steps that linked spans live in and the count of
+   *     unconnected spans; may be null
+   */
+  public String render(StepView step, RunView run) {
+    SpanRecord root = step.root().span();
+    Map<String, Integer> procIndex = new LinkedHashMap<>();
+    Map<String, String> procService = new LinkedHashMap<>();
+    for (SpanNode n : step.nodes()) {
+      procIndex.putIfAbsent(n.span().process(), procIndex.size());
+      procService.putIfAbsent(n.span().process(), n.span().service());
+    }
+    long t0 = step.traceStartNanos();
+    long ext = Math.max(1, step.traceDurationNanos());
+
+    StringBuilder h = new StringBuilder(32 * 1024 + step.spanCount() * 600);
+    String title = root.service() + ": " + root.name() + " step " + step.step();
+    h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+        .append("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ")
+        .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n")
+        .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+        .append("<link rel=\"icon\" href=\"data:,\">\n")
+        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n").append(CSS).append("</style>\n")
+        .append("</head>\n<body class=\"cp-on\">\n");
+
+    // header
+    h.append("<header class=\"trace-header\">\n<h1><span class=\"root-service\">").append(Fmt.html(root.service()))
+        .append("</span>: <span class=\"root-operation\">").append(Fmt.html(root.name())).append("</span>")
+        .append("<span class=\"step-badge\">step ").append(step.step())
+        .append(step.mode().isEmpty() ? "" : " &middot; " + Fmt.html(step.mode())).append("</span></h1>\n")
+        .append("<dl class=\"trace-meta\">\n");
+    if (run != null && !run.runId().isEmpty()) {
+      meta(h, "run-id", "Run", run.runId(), true);
+    }
+    meta(h, "trace-id", "Trace ID", step.traceId(), true);
+    meta(h, "start", "Start", Fmt.instant(step.startNanos()), false);
+    meta(h, "duration", "Duration", Fmt.duration(step.durationNanos()), false);
+    if (step.traceDurationNanos() != step.durationNanos()) {
+      meta(h, "extent", "Trace extent", Fmt.duration(step.traceDurationNanos()), false);
+    }
+    meta(h, "services", "Services", Integer.toString(step.services().size()), false);
+    meta(h, "processes", "Processes", Integer.toString(step.processes().size()), false);
+    meta(h, "depth", "Depth", Integer.toString(step.depth()), false);
+    meta(h, "span-count", "Total spans", Integer.toString(step.spanCount()), false);
+    meta(h, "errors", "Errors", Integer.toString(step.errorCount()), false);
+    meta(h, "consumed", "Consumed rollouts", Integer.toString(step.consumedRollouts().size()), false);
+    if (run != null) {
+      meta(h, "unconnected", "Unconnected spans in run", Integer.toString(run.unconnected().size()), false);
+    }
+    h.append("</dl>\n</header>\n");
+
+    // phase split and goodput
+    h.append("<section class=\"summary\">\n<div class=\"phases\"><div class=\"summary-title\">Phases</div>")
+        .append("<div class=\"stack\">");
+    long d = Math.max(1, step.durationNanos());
+    StringBuilder phaseLegend = new StringBuilder();
+    for (Map.Entry<String, Long> e : step.phaseNanos().entrySet()) {
+      double share = (double) e.getValue() / d;
+      String c = PHASE_COLOURS.getOrDefault(e.getKey(), "#ff9da7");
+      String label = Phases.label(e.getKey()) + " " + Fmt.percent(share) + " (" + Fmt.duration(e.getValue()) + ")";
+      h.append("<span class=\"phase-seg\" data-phase=\"").append(Fmt.html(e.getKey())).append("\" style=\"width:")
+          .append(pct(share)).append("%;background:").append(c).append("\" title=\"").append(Fmt.html(label))
+          .append("\"></span>");
+      phaseLegend.append("<span class=\"stack-item\"><i style=\"background:").append(c).append("\"></i>")
+          .append(Fmt.html(label)).append("</span> ");
+    }
+    h.append("</div><div class=\"stack-legend\">").append(phaseLegend).append("</div></div>\n");
+    Goodput gp = step.goodput();
+    h.append("<div class=\"goodput\"><div class=\"summary-title\">Goodput</div><div class=\"stack\">");
+    StringBuilder gpLegend = new StringBuilder();
+    String[][] gps = {{"productive", "#59a14f"}, {"overhead", "#edc948"}, {"idle", "#c8c8c8"}, {"wasted", "#e15759"}};
+    double[] gpv = {gp.productive(), gp.overhead(), gp.idle(), gp.wasted()};
+    for (int i = 0; i < gps.length; i++) {
+      h.append("<span class=\"goodput-seg\" data-class=\"").append(gps[i][0]).append("\" style=\"width:")
+          .append(pct(gpv[i])).append("%;background:").append(gps[i][1]).append("\" title=\"").append(gps[i][0])
+          .append(' ').append(Fmt.percent(gpv[i])).append("\"></span>");
+      gpLegend.append("<span class=\"stack-item\"><i style=\"background:").append(gps[i][1]).append("\"></i>")
+          .append(gps[i][0]).append(' ').append(Fmt.percent(gpv[i])).append("</span> ");
+    }
+    h.append("</div><div class=\"stack-legend\">").append(gpLegend).append("</div></div>\n</section>\n");
+
+    // legend and controls
+    h.append("<ul class=\"legend\">\n");
+    for (Map.Entry<String, Integer> e : procIndex.entrySet()) {
+      String svc = procService.get(e.getKey());
+      h.append("<li class=\"legend-item\" data-process=\"").append(Fmt.html(e.getKey()))
+          .append("\"><span class=\"swatch\" style=\"background:").append(colour(e.getValue())).append("\"></span>")
+          .append(Fmt.html(e.getKey()));
+      if (!svc.isEmpty()) {
+        h.append(" <span class=\"legend-service\">(").append(Fmt.html(svc)).append(")</span>");
+      }
+      h.append("</li>\n");
+    }
+    h.append("</ul>\n<div class=\"controls\"><button type=\"button\" id=\"expand-all\">Expand all</button>")
+        .append("<button type=\"button\" id=\"collapse-all\">Collapse all</button>")
+        .append("<label><input type=\"checkbox\" id=\"show-critical-path\" checked> Highlight critical path</label>")
+        .append("<span class=\"hint\">Click a row for its attributes, resource, events and links.</span></div>\n");
+
+    // waterfall
+    h.append("<div class=\"waterfall\" id=\"waterfall\">\n<div class=\"ruler-row\"><div class=\"name-col\">")
+        .append("Service &amp; Operation</div><div class=\"timeline-col ruler\">");
+    for (int i = 0; i <= 4; i++) {
+      String label = i == 0 ? "0" : Fmt.duration(Math.round(ext * (i / 4.0)));
+      if (i < 4) {
+        h.append("<span class=\"tick\" style=\"left:").append(i * 25).append("%\">").append(label).append("</span>");
+      } else {
+        h.append("<span class=\"tick tick-last\" style=\"right:0\">").append(label).append("</span>");
+      }
+    }
+    h.append("</div></div>\n");
+    for (SpanNode n : step.nodes()) {
+      row(h, n, procIndex, t0, ext);
+    }
+    h.append("</div>\n");
+
+    // consumed rollouts
+    consumed(h, step);
+
+    h.append("<script type=\"application/json\" id=\"trace-data\">")
+        .append(Fmt.scriptJson(json(step, run, procIndex, procService, t0)))
+        .append("</script>\n<script>\n").append(JS).append("</script>\n</body>\n</html>\n");
+    return h.toString();
+  }
+
+  private static void meta(StringBuilder h, String key, String label, String value, boolean mono) {
+    h.append("<div class=\"meta-item\" data-key=\"").append(key).append("\"><dt>").append(label).append("</dt><dd")
+        .append(mono ? " class=\"mono\"" : "").append('>').append(Fmt.html(value)).append("</dd></div>\n");
+  }
+
+  private static void row(StringBuilder h, SpanNode n, Map<String, Integer> procIndex, long t0, long ext) {
+    SpanRecord s = n.span();
+    String id = Fmt.html(s.spanId());
+    int proc = procIndex.getOrDefault(s.process(), 0);
+    h.append("<div class=\"span-row");
+    if (s.isError()) {
+      h.append(" error");
+    }
+    if (n.onCriticalPath()) {
+      h.append(" on-critical-path");
+    }
+    h.append("\" id=\"row-").append(id).append("\" data-span-id=\"").append(id).append("\" data-span-name=\"")
+        .append(Fmt.html(s.name())).append("\" data-parent-id=\"").append(Fmt.html(s.parentSpanId()))
+        .append("\" data-depth=\"").append(n.depth()).append("\" data-process=\"").append(Fmt.html(s.process()))
+        .append("\" data-critical-path=\"").append(n.onCriticalPath()).append("\" data-error=\"").append(s.isError())
+        .append("\" tabindex=\"0\" aria-expanded=\"false\">");
+    h.append("<div class=\"name-col\" style=\"padding-left:").append(8 + n.depth() * 16).append("px\">");
+    if (n.hasChildren()) {
+      h.append("<button type=\"button\" class=\"toggle\" aria-expanded=\"true\" title=\"Collapse or expand the ")
+          .append(n.children().size()).append(" children\">&#x25be;</button>");
+    } else {
+      h.append("<span class=\"toggle-spacer\"></span>");
+    }
+    h.append("<span class=\"swatch\" style=\"background:").append(colour(proc)).append("\"></span>")
+        .append("<span class=\"span-name\" title=\"").append(Fmt.html(s.name())).append("\">")
+        .append(Fmt.html(s.name())).append("</span>");
+    if (s.isError()) {
+      h.append("<span class=\"err-icon\" title=\"").append(Fmt.html(s.statusMessage().isEmpty() ? "error"
+          : s.statusMessage())).append("\">!</span>");
+    }
+    h.append("<span class=\"span-proc\">").append(Fmt.html(s.process())).append("</span></div>");
+    double left = 100.0 * (s.startNanos() - t0) / ext;
+    double width = 100.0 * s.durationNanos() / ext;
+    left = Math.max(0, Math.min(100, left));
+    width = Math.max(0, Math.min(100 - left, width));
+    h.append("<div class=\"timeline-col\"><div class=\"bar\" style=\"left:").append(pct(left / 100))
+        .append("%;width:").append(pct(width / 100)).append("%;background:").append(colour(proc))
+        .append("\"></div><span class=\"dur-label");
+    double end = left + width;
+    if (end < 75) {
+      h.append("\" style=\"left:calc(").append(pct(end / 100)).append("% + 4px)\">");
+    } else if (left > 25) {
+      h.append("\" style=\"right:calc(").append(pct((100 - left) / 100)).append("% + 4px)\">");
+    } else {
+      h.append(" inside\" style=\"left:calc(").append(pct(left / 100)).append("% + 4px)\">");
+    }
+    h.append(Fmt.duration(s.durationNanos())).append("</span></div></div>\n");
+    h.append("<div class=\"span-detail\" id=\"detail-").append(id).append("\" data-span-id=\"").append(id)
+        .append("\" hidden></div>\n");
+  }
+
+  private static void consumed(StringBuilder h, StepView step) {
+    List<SpanRecord> rollouts = step.consumedRollouts();
+    h.append("<section class=\"consumed-rollouts\">\n<h2>Consumed rollouts (").append(rollouts.size())
+        .append(")</h2>\n");
+    if (rollouts.isEmpty()) {
+      h.append("<p class=\"empty\">This step links to no rollouts.</p>\n</section>\n");
+      return;
+    }
+    h.append("<p>From steps: ");
+    if (step.consumedFromSteps().isEmpty()) {
+      h.append("none");
+    }
+    for (int i = 0; i < step.consumedFromSteps().size(); i++) {
+      h.append(i == 0 ? "" : ", ").append(step.consumedFromSteps().get(i));
+    }
+    h.append("</p>\n<table class=\"kv\"><thead><tr><th>Span</th><th>Step</th><th>Process</th><th>Duration</th>")
+        .append("<th>Trace ID</th><th>Span ID</th></tr></thead><tbody>\n");
+    for (SpanRecord r : rollouts) {
+      boolean missing = StepView.isMissing(r);
+      OptionalLong from = step.consumedStep(r);
+      h.append("<tr class=\"consumed-rollout").append(missing ? " missing" : "").append("\" data-trace-id=\"")
+          .append(Fmt.html(r.traceId())).append("\" data-span-id=\"").append(Fmt.html(r.spanId())).append("\">")
+          .append("<td>").append(Fmt.html(r.name())).append("</td><td>")
+          .append(from.isPresent() ? Long.toString(from.getAsLong()) : "-").append("</td><td>")
+          .append(missing ? "-" : Fmt.html(r.process())).append("</td><td>")
+          .append(missing ? "-" : Fmt.duration(r.durationNanos())).append("</td><td class=\"mono\">")
+          .append(Fmt.html(r.traceId())).append("</td><td class=\"mono\">").append(Fmt.html(r.spanId()))
+          .append("</td></tr>\n");
+    }
+    h.append("</tbody></table>\n</section>\n");
+  }
+
+  private static String colour(int index) {
+    return PALETTE[index % PALETTE.length];
+  }
+
+  /** A share as a percentage with 4 decimals (CSS). */
+  private static String pct(double share) {
+    return String.format(Locale.ROOT, "%.4f", Math.max(0, share) * 100);
+  }
+
+  // ---------------------------------------------------------------- data
+
+  private static String json(StepView step, RunView run, Map<String, Integer> procIndex,
+      Map<String, String> procService, long t0) {
+    ObjectNode o = NODES.objectNode();
+    o.put("runId", run == null ? "" : run.runId());
+    o.put("traceId", step.traceId());
+    o.put("step", step.step());
+    o.put("mode", step.mode());
+    o.put("startEpochNanos", Long.toString(step.startNanos()));
+    o.put("traceStartEpochNanos", Long.toString(t0));
+    o.put("durationNanos", step.durationNanos());
+    o.put("traceDurationNanos", step.traceDurationNanos());
+    o.put("depth", step.depth());
+    o.put("spanCount", step.spanCount());
+    o.put("errorCount", step.errorCount());
+    ArrayNode procs = o.putArray("processes");
+    procIndex.forEach((p, i) -> procs.addObject().put("name", p).put("service", procService.get(p))
+        .put("color", colour(i)));
+    ObjectNode phases = o.putObject("phaseNanos");
+    step.phaseNanos().forEach(phases::put);
+    Goodput gp = step.goodput();
+    o.putObject("goodput").put("productive", gp.productive()).put("overhead", gp.overhead()).put("idle", gp.idle())
+        .put("wasted", gp.wasted());
+    ArrayNode spans = o.putArray("spans");
+    for (SpanNode n : step.nodes()) {
+      SpanRecord s = n.span();
+      ObjectNode x = spans.addObject();
+      x.put("id", s.spanId());
+      x.put("parentId", s.parentSpanId());
+      x.put("name", s.name());
+      x.put("service", s.service());
+      x.put("process", s.process());
+      x.put("processIndex", procIndex.getOrDefault(s.process(), 0));
+      x.put("depth", n.depth());
+      x.put("startOffsetNanos", s.startNanos() - t0);
+      x.put("durationNanos", s.durationNanos());
+      x.put("kind", s.kind());
+      x.put("kindName", s.kind() >= 0 && s.kind() < KINDS.length ? KINDS[s.kind()] : Integer.toString(s.kind()));
+      x.put("status", s.statusCode() == 2 ? "error" : s.statusCode() == 1 ? "ok" : "unset");
+      x.put("statusMessage", s.statusMessage());
+      x.put("error", s.isError());
+      x.put("criticalPath", n.onCriticalPath());
+      x.put("childCount", n.children().size());
+      x.set("attributes", pairs(s.attributes()));
+      x.set("resource", pairs(s.resource()));
+      ArrayNode events = x.putArray("events");
+      for (SpanRecord.Event e : s.events()) {
+        events.addObject().put("name", e.name()).put("offsetNanos", e.timeNanos() - t0)
+            .set("attributes", pairs(e.attributes()));
+      }
+      ArrayNode links = x.putArray("links");
+      for (SpanRecord.Link l : s.links()) {
+        ObjectNode lo = links.addObject().put("traceId", l.traceId()).put("spanId", l.spanId());
+        lo.set("attributes", pairs(l.attributes()));
+        SpanRecord target = run == null ? null : run.span(l.traceId(), l.spanId()).orElse(null);
+        if (target == null) {
+          lo.putNull("target");
+        } else {
+          ObjectNode t = lo.putObject("target").put("name", target.name()).put("process", target.process())
+              .put("durationNanos", target.durationNanos());
+          OptionalLong st = run.stepOfTrace(l.traceId());
+          if (st.isPresent()) {
+            t.put("step", st.getAsLong());
+          } else {
+            t.putNull("step");
+          }
+        }
+      }
+    }
+    ArrayNode consumed = o.putArray("consumedRollouts");
+    for (SpanRecord r : step.consumedRollouts()) {
+      ObjectNode c = consumed.addObject().put("traceId", r.traceId()).put("spanId", r.spanId())
+          .put("name", r.name()).put("missing", StepView.isMissing(r)).put("durationNanos", r.durationNanos());
+      OptionalLong st = step.consumedStep(r);
+      if (st.isPresent()) {
+        c.put("step", st.getAsLong());
+      } else {
+        c.putNull("step");
+      }
+    }
+    try {
+      return JSON.writeValueAsString(o);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write the trace data as JSON", e);
+    }
+  }
+
+  /** Attributes as {@code [[key, value], ...]} sorted by key (maps' own order is not stable). */
+  private static ArrayNode pairs(Map<String, Object> attrs) {
+    ArrayNode a = NODES.arrayNode();
+    new TreeMap<>(attrs).forEach((k, v) -> a.addArray().add(k).add(value(v)));
+    return a;
+  }
+
+  private static JsonNode value(Object v) {
+    if (v == null) {
+      return NODES.nullNode();
+    }
+    if (v instanceof String s) {
+      return NODES.textNode(s);
+    }
+    if (v instanceof Boolean b) {
+      return NODES.booleanNode(b);
+    }
+    if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
+      return NODES.numberNode(((Number) v).longValue());
+    }
+    if (v instanceof Number n) {
+      double x = n.doubleValue();
+      return Double.isFinite(x) ? NODES.numberNode(x) : NODES.textNode(Double.toString(x));
+    }
+    if (v instanceof Map<?, ?> m) {
+      ObjectNode o = NODES.objectNode();
+      new TreeMap<>(stringKeys(m)).forEach((k, x) -> o.set(k, value(x)));
+      return o;
+    }
+    if (v instanceof Iterable<?> it) {
+      ArrayNode a = NODES.arrayNode();
+      it.forEach(x -> a.add(value(x)));
+      return a;
+    }
+    return NODES.textNode(String.valueOf(v));
+  }
+
+  private static Map<String, Object> stringKeys(Map<?, ?> m) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    m.forEach((k, x) -> out.put(String.valueOf(k), x));
+    return out;
+  }
+
+  // ---------------------------------------------------------------- page assets
+
+  private static final String CSS = """
+      *{box-sizing:border-box}
+      [hidden]{display:none !important}
+      body{margin:0;font:13px/1.4 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#222;background:#fff}
+      .mono,.kv td{font-family:SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
+      .trace-header{padding:12px 16px;border-bottom:1px solid #ddd;background:#fafafa}
+      .trace-header h1{margin:0 0 8px;font-size:18px;font-weight:600}
+      .step-badge{font-size:12px;font-weight:400;background:#e4ebf5;color:#334;border-radius:3px;padding:2px 6px;
+        margin-left:10px;vertical-align:2px}
+      .trace-meta{display:flex;flex-wrap:wrap;gap:4px 22px;margin:0}
+      .meta-item{display:flex;gap:6px}
+      .meta-item dt{color:#666}
+      .meta-item dd{margin:0;font-weight:600}
+      .summary{display:flex;flex-wrap:wrap;gap:8px 40px;padding:8px 16px;border-bottom:1px solid #eee}
+      .summary-title{font-weight:600;margin-bottom:3px}
+      .stack{display:flex;width:360px;max-width:90vw;height:12px;border-radius:2px;overflow:hidden;background:#eee}
+      .stack span{display:block;height:100%}
+      .stack-legend{font-size:12px;color:#444;margin-top:4px;max-width:520px}
+      .stack-item{white-space:nowrap;margin-right:10px}
+      .stack-item i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px}
+      .legend{list-style:none;margin:0;padding:8px 16px;display:flex;flex-wrap:wrap;gap:4px 18px;
+        border-bottom:1px solid #eee}
+      .legend-service{color:#777}
+      .swatch{display:inline-block;flex:0 0 10px;width:10px;height:10px;border-radius:2px;margin-right:5px;
+        vertical-align:-1px}
+      .controls{display:flex;flex-wrap:wrap;gap:12px;align-items:center;padding:6px 16px;border-bottom:1px solid #ddd}
+      .controls button{font:inherit;padding:2px 10px;cursor:pointer}
+      .hint{color:#888;font-size:12px}
+      .waterfall{font-size:12px}
+      .ruler-row,.span-row{display:flex;align-items:stretch;border-bottom:1px solid #f0f0f0}
+      .ruler-row{position:sticky;top:0;z-index:2;height:26px;background:#f5f5f5;border-bottom:1px solid #ccc;
+        font-weight:600}
+      .name-col{flex:0 0 30%;max-width:30%;display:flex;align-items:center;gap:2px;padding:3px 8px;
+        white-space:nowrap;overflow:hidden;border-right:1px solid #ddd}
+      .timeline-col{flex:1 1 auto;position:relative;min-height:24px;
+        background-image:linear-gradient(to right,#ececec 1px,transparent 1px);background-size:25% 100%}
+      .ruler .tick{position:absolute;top:5px;padding:0 4px;border-left:1px solid #999;font-weight:400;color:#555;
+        font-size:11px}
+      .ruler .tick-last{border-left:none;border-right:1px solid #999}
+      .span-row{cursor:pointer}
+      .span-row:hover{background:#f3f7fd}
+      .span-row.open{background:#e9f0fb}
+      .span-row:focus{outline:1px dotted #36c;outline-offset:-1px}
+      .toggle{flex:0 0 16px;width:16px;border:none;background:none;padding:0;font-size:12px;color:#555;
+        cursor:pointer}
+      .toggle-spacer{flex:0 0 16px;width:16px;display:inline-block}
+      .span-name{overflow:hidden;text-overflow:ellipsis}
+      .span-proc{color:#888;margin-left:8px;overflow:hidden;text-overflow:ellipsis}
+      .err-icon{color:#fff;background:#d32f2f;border-radius:8px;font-size:10px;font-weight:700;padding:0 5px;
+        margin-left:5px}
+      .error .span-name{color:#c62828;font-weight:600}
+      .bar{position:absolute;top:6px;height:12px;min-width:2px;border-radius:2px}
+      .error .bar{background:#e53935 !important}
+      .cp-on .on-critical-path .bar::after{content:"";position:absolute;left:0;right:0;top:5px;height:2px;
+        background:#111}
+      .cp-on .on-critical-path .span-name{font-weight:600}
+      .dur-label{position:absolute;top:4px;font-size:11px;color:#555;white-space:nowrap}
+      .dur-label.inside{color:#111;text-shadow:0 0 2px #fff}
+      .span-detail{padding:8px 16px 12px 32px;background:#fbfbfb;border-bottom:1px solid #ccc;
+        box-shadow:inset 0 2px 3px rgba(0,0,0,.06)}
+      .detail-summary{display:flex;flex-wrap:wrap;gap:2px 18px;margin:0 0 6px}
+      .detail-summary div{display:flex;gap:5px}
+      .detail-summary dt{color:#666}
+      .detail-summary dd{margin:0;font-weight:600}
+      .detail-title{margin:10px 0 4px;font-size:12px}
+      .kv{border-collapse:collapse;width:100%;max-width:1200px;font-size:12px}
+      .kv th{text-align:left;background:#f1f1f1;border:1px solid #e0e0e0;padding:2px 6px}
+      .kv td{border:1px solid #e6e6e6;padding:2px 6px;vertical-align:top;word-break:break-all}
+      .attr-key,.resource-key{color:#555;width:30%}
+      .empty{color:#888;margin:2px 0}
+      .consumed-rollouts{padding:8px 16px 24px}
+      .consumed-rollouts h2{font-size:15px;margin:8px 0}
+      .consumed-rollout.missing td{color:#c62828}
+      """;
+
+  private static final String JS = """
+      (function () {
+        'use strict';
+        var DOWN = String.fromCharCode(0x25BE);
+        var RIGHT = String.fromCharCode(0x25B8);
+        var dataEl = document.getElementById('trace-data');
+        var data = JSON.parse(dataEl.textContent);
+        var spansById = Object.create(null);
+        data.spans.forEach(function (s) { spansById[s.id] = s; });
+        var waterfall = document.getElementById('waterfall');
+        var rows = Array.prototype.slice.call(waterfall.querySelectorAll('.span-row'));
+
+        function two(x) { return x < 10 ? '0' + x : String(x); }
+        function dec(x) { return x < 9.995 ? x.toFixed(2) : (x < 99.95 ? x.toFixed(1) : x.toFixed(0)); }
+        function fmtDur(ns) {
+          if (ns < 0) { return '-' + fmtDur(-ns); }
+          if (ns < 1e3) { return Math.round(ns) + 'ns'; }
+          if (ns < 1e6) { return dec(ns / 1e3) + 'us'; }
+          if (ns < 1e9) { return dec(ns / 1e6) + 'ms'; }
+          if (ns < 6e10) { return dec(ns / 1e9) + 's'; }
+          var s = Math.floor(ns / 1e9);
+          if (s < 3600) { return Math.floor(s / 60) + 'm' + two(s % 60) + 's'; }
+          return Math.floor(s / 3600) + 'h' + two(Math.floor((s % 3600) / 60)) + 'm';
+        }
+        function text(v) { return typeof v === 'string' ? v : JSON.stringify(v); }
+        function el(tag, cls, txt) {
+          var e = document.createElement(tag);
+          if (cls) { e.className = cls; }
+          if (txt !== undefined && txt !== null) { e.textContent = String(txt); }
+          return e;
+        }
+        function pairsText(pairs) {
+          return pairs.map(function (p) { return p[0] + '=' + text(p[1]); }).join(', ');
+        }
+        function kvTable(pairs, keyCls, valCls) {
+          if (!pairs.length) { return el('p', 'empty', 'none'); }
+          var table = el('table', 'kv');
+          var body = el('tbody');
+          pairs.forEach(function (p) {
+            var tr = el('tr');
+            tr.appendChild(el('td', keyCls, p[0]));
+            tr.appendChild(el('td', valCls, text(p[1])));
+            body.appendChild(tr);
+          });
+          table.appendChild(body);
+          return table;
+        }
+        function grid(head, items, rowCls, cells) {
+          if (!items.length) { return el('p', 'empty', 'none'); }
+          var table = el('table', 'kv');
+          var thead = el('thead');
+          var hr = el('tr');
+          head.forEach(function (h) { hr.appendChild(el('th', null, h)); });
+          thead.appendChild(hr);
+          table.appendChild(thead);
+          var body = el('tbody');
+          items.forEach(function (item) {
+            var tr = el('tr', rowCls);
+            cells(item).forEach(function (c) { tr.appendChild(el('td', c[0], c[1])); });
+            body.appendChild(tr);
+          });
+          table.appendChild(body);
+          return table;
+        }
+        function section(panel, title, content) {
+          panel.appendChild(el('h4', 'detail-title', title));
+          panel.appendChild(content);
+        }
+        function buildDetail(panel, s) {
+          var summary = el('dl', 'detail-summary');
+          [['Service', s.service], ['Process', s.process], ['Duration', fmtDur(s.durationNanos)],
+            ['Start', '+' + fmtDur(s.startOffsetNanos)], ['Span ID', s.id], ['Parent ID', s.parentId || '(root)'],
+            ['Kind', s.kindName], ['Status', s.status + (s.statusMessage ? ': ' + s.statusMessage : '')],
+            ['Critical path', s.criticalPath ? 'yes' : 'no']].forEach(function (kv) {
+            var d = el('div');
+            d.appendChild(el('dt', null, kv[0]));
+            d.appendChild(el('dd', null, kv[1]));
+            summary.appendChild(d);
+          });
+          panel.appendChild(summary);
+          section(panel, 'Attributes (' + s.attributes.length + ')', kvTable(s.attributes, 'attr-key', 'attr-value'));
+          section(panel, 'Resource (' + s.resource.length + ')', kvTable(s.resource, 'resource-key', 'resource-value'));
+          section(panel, 'Events (' + s.events.length + ')', grid(['Time', 'Name', 'Attributes'], s.events,
+            'event-row', function (e) {
+              return [['event-time', '+' + fmtDur(e.offsetNanos)], ['event-name', e.name],
+                ['event-attrs', pairsText(e.attributes)]];
+            }));
+          section(panel, 'Links (' + s.links.length + ')', grid(['Trace ID', 'Span ID', 'Target', 'Attributes'],
+            s.links, 'link-row', function (l) {
+              var target = l.target ? l.target.name + (l.target.step === null ? '' : ' (step ' + l.target.step + ')')
+                + ', ' + l.target.process + ', ' + fmtDur(l.target.durationNanos) : 'missing from the run';
+              return [['link-trace', l.traceId], ['link-span', l.spanId], ['link-target', target],
+                ['link-attrs', pairsText(l.attributes)]];
+            }));
+        }
+        function detailOf(row) {
+          return document.getElementById('detail-' + row.getAttribute('data-span-id'));
+        }
+        function setDetail(row, open) {
+          var panel = detailOf(row);
+          if (!panel) { return; }
+          if (open && !panel.hasAttribute('data-built')) {
+            var s = spansById[row.getAttribute('data-span-id')];
+            if (s) { buildDetail(panel, s); }
+            panel.setAttribute('data-built', 'true');
+          }
+          panel.hidden = !open;
+          row.classList.toggle('open', open);
+          row.setAttribute('aria-expanded', open ? 'true' : 'false');
+        }
+        function setCollapsed(row, collapsed) {
+          var toggle = row.querySelector('.toggle');
+          if (!toggle) { return; }
+          row.classList.toggle('collapsed', collapsed);
+          toggle.textContent = collapsed ? RIGHT : DOWN;
+          toggle.setAttribute('aria-expanded', collapsed ? 'false' : 'true');
+        }
+        function refresh() {
+          var cut = -1;
+          rows.forEach(function (row) {
+            var depth = Number(row.getAttribute('data-depth'));
+            if (cut >= 0 && depth <= cut) { cut = -1; }
+            var hide = cut >= 0;
+            row.hidden = hide;
+            if (hide && row.classList.contains('open')) { setDetail(row, false); }
+            if (!hide && row.classList.contains('collapsed')) { cut = depth; }
+          });
+        }
+        waterfall.addEventListener('click', function (ev) {
+          var target = ev.target;
+          if (!(target instanceof Element)) { return; }
+          var row = target.closest('.span-row');
+          if (!row) { return; }
+          if (target.closest('.toggle')) {
+            setCollapsed(row, !row.classList.contains('collapsed'));
+            refresh();
+            return;
+          }
+          setDetail(row, !row.classList.contains('open'));
+        });
+        waterfall.addEventListener('keydown', function (ev) {
+          var row = ev.target;
+          if (!(row instanceof Element) || !row.classList.contains('span-row')) { return; }
+          if (ev.key === 'Enter' || ev.key === ' ') {
+            ev.preventDefault();
+            setDetail(row, !row.classList.contains('open'));
+          } else if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight') {
+            setCollapsed(row, ev.key === 'ArrowLeft');
+            refresh();
+          }
+        });
+        document.getElementById('expand-all').addEventListener('click', function () {
+          rows.forEach(function (row) { setCollapsed(row, false); });
+          refresh();
+        });
+        document.getElementById('collapse-all').addEventListener('click', function () {
+          rows.forEach(function (row) { setCollapsed(row, Number(row.getAttribute('data-depth')) > 0); });
+          refresh();
+        });
+        var cpBox = document.getElementById('show-critical-path');
+        cpBox.addEventListener('change', function () {
+          document.body.classList.toggle('cp-on', cpBox.checked);
+        });
+      }());
+      """;
+}
