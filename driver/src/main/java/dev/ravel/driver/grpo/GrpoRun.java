@@ -193,8 +193,7 @@ public final class GrpoRun {
         s.set(RavelAttributes.STEP, step).set(RavelAttributes.ALGORITHM_MODE, "sync")
             .set(RavelAttributes.WEIGHT_VERSION, weights.version());
         int stepNo = step;
-        List<Problem> problems = phase(clock, "data_processing", SpanGroup.DATA, SpanNames.GRPO_DATA_PROCESSING,
-            () -> task.sample(promptsPerStep, new SplittableRandom(seed * 1_000_003L + stepNo)));
+        List<Problem> problems = task.sample(promptsPerStep, new SplittableRandom(seed * 1_000_003L + stepNo));
         List<GenerationRequest> requests = phase(clock, "data_processing", SpanGroup.DATA,
             SpanNames.GRPO_DATA_PROCESSING, () -> requests(problems, stepNo));
         if (step > 0) {

@@ -10,6 +10,9 @@ import dev.ravel.telemetry.traces.JaegerSource;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceSourceException;
+import dev.ravel.telemetry.view.RunView;
+import dev.ravel.telemetry.view.StepView;
+import dev.ravel.telemetry.view.TerminalWaterfall;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.file.Path;
@@ -110,6 +113,15 @@ final class JaegerRoundTripIT {
     onlyFiles.removeAll(key(fromJaeger));
     assertThat(onlyJaeger).as("only in Jaeger (only in files: %s)", onlyFiles.stream().limit(5).toList()).isEmpty();
     assertThat(onlyFiles).as("only in the files").isEmpty();
+    // the same waterfalls, drawn from either source
+    RunView a = RunView.of(files);
+    RunView b = RunView.of(fromJaeger);
+    TerminalWaterfall draw = new TerminalWaterfall();
+    assertThat(b.steps()).hasSize(2);
+    assertThat(draw.renderRun(b, 120, false)).isEqualTo(draw.renderRun(a, 120, false));
+    for (StepView step : a.steps()) {
+      assertThat(draw.render(b.step(step.step()).orElseThrow(), 120, false)).isEqualTo(draw.render(step, 120, false));
+    }
     assertThat(fromJaeger).allSatisfy(s -> assertThat(s.runId()).isEqualTo(runId));
   }
 

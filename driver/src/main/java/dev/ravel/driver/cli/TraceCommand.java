@@ -1,0 +1,161 @@
+package dev.ravel.driver.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.telemetry.traces.JaegerSource;
+import dev.ravel.telemetry.traces.RunTraces;
+import dev.ravel.telemetry.traces.SpanRecord;
+import dev.ravel.telemetry.traces.TraceSourceException;
+import dev.ravel.telemetry.view.HtmlWaterfall;
+import dev.ravel.telemetry.view.RunView;
+import dev.ravel.telemetry.view.StepView;
+import dev.ravel.telemetry.view.TerminalWaterfall;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code ravel trace <run-id>}: a run's steps (duration, phase split, goodput), or one step's waterfall in
+ * the terminal or as a self-contained HTML file, from the run's JSONL files or from Jaeger.
+ */
+@Command(name = "trace", mixinStandardHelpOptions = true,
+    description = "Show a run's steps, or one step's waterfall (--step), from its JSONL files or from Jaeger.")
+final class TraceCommand implements Callable<Integer> {
+  @Parameters(index = "0", paramLabel = "RUN_ID", description = "The run (see ravel runs).")
+  String runId;
+
+  @Option(names = "--step", description = "Show this step's waterfall.")
+  Long step;
+
+  @Option(names = "--source", defaultValue = "file", description = "file (default) or jaeger.")
+  String source;
+
+  @Option(names = "--html", paramLabel = "FILE", description = "Write the step's waterfall as one HTML file (default step: the last).")
+  Path html;
+
+  @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
+  Path runsDir;
+
+  @Option(names = "--jaeger", defaultValue = "http://127.0.0.1:16686", description = "Jaeger query URL (default ${DEFAULT-VALUE}).")
+  URI jaeger;
+
+  @Option(names = "--service", description = "Service names to search in Jaeger (default: ravel).")
+  List<String> services = new ArrayList<>();
+
+  @Option(names = "--width", description = "Output width (default: $COLUMNS, else 120).")
+  Integer width;
+
+  @Option(names = "--plain", description = "No colours even on a terminal.")
+  boolean plain;
+
+  @Override
+  public Integer call() throws IOException {
+    List<SpanRecord> spans = switch (source) {
+      case "file" -> fromFiles();
+      case "jaeger" -> fromJaeger();
+      default -> throw new dev.ravel.telemetry.config.ConfigException("--source",
+          "unknown source '" + source + "' (valid: file, jaeger)");
+    };
+    if (spans == null) {
+      return 1;
+    }
+    RunView run = RunView.of(spans);
+    boolean tty = System.console() != null && !plain;
+    int w = width != null ? width : columns();
+    if (html != null || step != null) {
+      StepView view = pickStep(run);
+      if (view == null) {
+        return 1;
+      }
+      if (html != null) {
+        Files.writeString(html, new HtmlWaterfall().render(view, run), StandardCharsets.UTF_8);
+        System.out.println("wrote " + html.toAbsolutePath() + " (step " + view.step() + " of run " + runId + ")");
+        if (step == null) {
+          return 0;
+        }
+      }
+      System.out.print(new TerminalWaterfall().render(view, w, tty));
+      return 0;
+    }
+    System.out.print(new TerminalWaterfall().renderRun(run, w, tty));
+    return 0;
+  }
+
+  private StepView pickStep(RunView run) {
+    if (run.steps().isEmpty()) {
+      System.err.println("ravel: run " + runId + " has no steps (no rl.grpo.step spans)");
+      return null;
+    }
+    if (step == null) {
+      return run.steps().get(run.steps().size() - 1);
+    }
+    StepView v = run.step(step).orElse(null);
+    if (v == null) {
+      System.err.println("ravel: run " + runId + " has no step " + step + " (steps " + run.steps().get(0).step()
+          + ".." + run.steps().get(run.steps().size() - 1).step() + ")");
+    }
+    return v;
+  }
+
+  private List<SpanRecord> fromFiles() {
+    Path dir = runsDir.resolve(runId);
+    if (!Files.isDirectory(dir)) {
+      System.err.println("ravel: no run '" + runId + "' under " + runsDir.toAbsolutePath() + " (ravel runs lists them)");
+      return null;
+    }
+    RunTraces traces = RunTraces.readDir(dir);
+    traces.problems().forEach(p -> System.err.println("ravel: " + p));
+    if (traces.spans().isEmpty()) {
+      System.err.println("ravel: run '" + runId + "' has no spans in " + dir);
+      return null;
+    }
+    return traces.spans();
+  }
+
+  private List<SpanRecord> fromJaeger() throws IOException {
+    Instant from = Instant.now().minus(Duration.ofDays(7));
+    Instant to = Instant.now().plus(Duration.ofMinutes(5));
+    Path summary = runsDir.resolve(runId).resolve(RunSummary.FILE);
+    if (Files.isRegularFile(summary)) {
+      JsonNode j = new ObjectMapper().readTree(summary.toFile());
+      if (j.hasNonNull("started")) {
+        from = Instant.parse(j.get("started").asText()).minus(Duration.ofMinutes(1));
+      }
+      if (j.hasNonNull("finished")) {
+        to = Instant.parse(j.get("finished").asText()).plus(Duration.ofMinutes(1));
+      }
+    }
+    List<String> names = services.isEmpty() ? List.of("ravel") : services;
+    try {
+      List<SpanRecord> spans = JaegerSource.of(jaeger, Duration.ofSeconds(10)).runSpans(runId, names, from, to);
+      if (spans.isEmpty()) {
+        System.err.println("ravel: no spans of run '" + runId + "' in Jaeger at " + jaeger + " (services " + names + ")");
+        return null;
+      }
+      return spans;
+    } catch (TraceSourceException e) {
+      System.err.println("ravel: " + e.getMessage());
+      return null;
+    }
+  }
+
+  private static int columns() {
+    try {
+      int c = Integer.parseInt(System.getenv().getOrDefault("COLUMNS", "120").trim());
+      return Math.max(60, c);
+    } catch (NumberFormatException e) {
+      return 120;
+    }
+  }
+}

@@ -1,0 +1,192 @@
+package dev.ravel.it.trace;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.it.support.GrpoRuns;
+import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.TestEnv;
+import dev.ravel.telemetry.traces.SpanRecord;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.logging.LogEntry;
+import org.openqa.selenium.logging.LogType;
+import org.openqa.selenium.logging.LoggingPreferences;
+
+/**
+ * {@code ravel runs} and {@code ravel trace} on a real run, as a user runs them: the step table, a step's
+ * terminal waterfall, the HTML waterfall in a real headless Chromium, and the bad-input cases.
+ */
+final class TraceCommandIT {
+  @TempDir
+  static Path dir;
+  static Path runs;
+  static GrpoRuns.Finished run;
+
+  @BeforeAll
+  static void aRun() {
+    runs = dir.resolve("runs");
+    run = GrpoRuns.run(runs, "it-trace-cli", "run.mode=sync", "grpo.steps=3", "grpo.prompts_per_step=3",
+        "grpo.group_size=3", "generation.workers=2", "telemetry.engine_tracing=true",
+        "telemetry.engine_sample_ratio=1.0");
+  }
+
+  static RavelCommand.Result ravel(String... args) throws Exception {
+    return RavelCommand.run(TestEnv.clean(), 120, args);
+  }
+
+  @Test
+  void runs_listsTheRun() throws Exception {
+    RavelCommand.Result r = ravel("runs", "--runs-dir", runs.toString());
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).contains("it-trace-cli");
+  }
+
+  @Test
+  void trace_withoutStepShowsOneLinePerStepInPlainText() throws Exception {
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--width", "100");
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).doesNotContain("\u001b[").contains("goodput");
+    assertThat(r.stdout().lines().filter(l -> l.matches("\\s+[0-2]\\s+.*"))).hasSize(3);
+    assertThat(r.stdout().lines()).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(100));
+  }
+
+  @Test
+  void trace_stepShowsItsWaterfallWithEveryProcess() throws Exception {
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--step", "1", "--runs-dir", runs.toString(), "--width", "120");
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).contains("rl.grpo.step", "rl.vllm.generate", "rl.worker.generate", "llm_request",
+        "rl.trainer.train", "generation_worker", "policy_trainer");
+    assertThat(r.stdout().lines()).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(120));
+  }
+
+  @Test
+  void trace_unknownRunIdIsOneClearLine() throws Exception {
+    RavelCommand.Result r = ravel("trace", "no-such-run", "--runs-dir", runs.toString());
+    assertThat(r.exitCode()).isEqualTo(1);
+    assertThat(r.stderr().strip()).startsWith("ravel: no run 'no-such-run'").doesNotContain("\n").doesNotContain("Exception");
+  }
+
+  @Test
+  void trace_stepThatDoesNotExistIsOneClearLine() throws Exception {
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--step", "42", "--runs-dir", runs.toString());
+    assertThat(r.exitCode()).isEqualTo(1);
+    assertThat(r.stderr().strip()).isEqualTo("ravel: run it-trace-cli has no step 42 (steps 0..2)");
+  }
+
+  @Test
+  void trace_corruptLineIsReportedWithFileAndLineAndTheRestIsShown() throws Exception {
+    Path copy = dir.resolve("corrupt-runs").resolve("it-trace-cli");
+    Files.createDirectories(copy);
+    Path victim = null;
+    try (Stream<Path> files = Files.list(runs.resolve("it-trace-cli"))) {
+      for (Path f : files.toList()) {
+        Files.copy(f, copy.resolve(f.getFileName()));
+        if (f.getFileName().toString().startsWith("traces-driver")) {
+          victim = copy.resolve(f.getFileName());
+        }
+      }
+    }
+    long lines = Files.readAllLines(victim).size();
+    Files.writeString(victim, "{\"resourceSpans\":[{\"resource\":{\"attrib\n", StandardOpenOption.APPEND);
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--runs-dir", copy.getParent().toString(), "--width", "100");
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stderr()).contains(victim.getFileName() + ":" + (lines + 1) + ": unreadable line");
+    assertThat(r.stdout().lines().filter(l -> l.matches("\\s+[0-2]\\s+.*"))).hasSize(3);
+  }
+
+  @Test
+  void trace_unreachableJaegerIsOneClearLine() throws Exception {
+    int port;
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+      port = s.getLocalPort();
+    }
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--source", "jaeger", "--jaeger", "http://127.0.0.1:" + port,
+        "--runs-dir", runs.toString());
+    assertThat(r.exitCode()).isEqualTo(1);
+    assertThat(r.stderr().strip()).isEqualTo("ravel: Jaeger is not reachable at http://127.0.0.1:" + port
+        + " (connection refused)");
+  }
+
+  @Test
+  void html_loadsInHeadlessChromiumWithoutErrorsAndARowShowsItsAttributes() throws Exception {
+    Path target = Path.of(System.getProperty("ravel.home"), "integration-tests", "target");
+    Path html = target.resolve("waterfall-step1.html");
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--step", "1", "--html", html.toString(),
+        "--runs-dir", runs.toString());
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    String traceId = run.traces().named("rl.grpo.step").stream()
+        .filter(s -> Long.valueOf(1).equals(s.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
+    List<SpanRecord> stepSpans = run.traces().byTrace().get(traceId);
+
+    ChromeDriver browser = chromium();
+    try {
+      browser.get(html.toUri().toString());
+      List<WebElement> rows = browser.findElements(By.cssSelector(".span-row"));
+      assertThat(rows).hasSize(stepSpans.size());
+      assertThat(rows.stream().map(e -> e.getAttribute("data-span-name")))
+          .contains("rl.grpo.step", "rl.vllm.generate", "rl.worker.generate", "llm_request", "rl.trainer.train");
+
+      WebElement root = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.grpo.step']"));
+      String id = root.getAttribute("data-span-id");
+      WebElement detail = browser.findElement(By.cssSelector(".span-detail[data-span-id='" + id + "']"));
+      assertThat(detail.isDisplayed()).isFalse();
+      root.click();
+      assertThat(detail.isDisplayed()).isTrue();
+      assertThat(detail.findElements(By.cssSelector(".attr-key")).stream().map(WebElement::getText))
+          .contains("rl.step", "rl.mode");
+
+      WebElement generate = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.vllm.generate']"));
+      WebElement worker = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.worker.generate']"));
+      assertThat(worker.isDisplayed()).isTrue();
+      generate.findElement(By.cssSelector(".toggle")).click();
+      assertThat(worker.isDisplayed()).isFalse();
+
+      Files.write(target.resolve("waterfall-step1.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
+      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+      assertThat(errors).isEmpty();
+    } finally {
+      browser.quit();
+    }
+  }
+
+  static ChromeDriver chromium() throws IOException {
+    String chromium = System.getenv().getOrDefault("RAVEL_CHROMIUM", "/usr/bin/chromium");
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(chromium);
+    options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--window-size=1400,1000",
+        "--user-data-dir=" + Files.createTempDirectory("ravel-chromium"));
+    LoggingPreferences logs = new LoggingPreferences();
+    logs.enable(LogType.BROWSER, Level.ALL);
+    options.setCapability("goog:loggingPrefs", logs);
+    ChromeDriverService service = new ChromeDriverService.Builder()
+        .usingDriverExecutable(Path.of("/usr/bin/chromedriver").toFile()).usingAnyFreePort().build();
+    ChromeDriver driver = new ChromeDriver(service, options);
+    driver.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(30));
+    return driver;
+  }
+
+  @AfterAll
+  static void done() {}
+}
