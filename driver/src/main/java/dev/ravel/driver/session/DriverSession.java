@@ -61,6 +61,9 @@ public final class DriverSession implements AutoCloseable {
     this.config = b.config;
     this.otlp = OtlpSettings.resolve(env);
     this.workerEnv = WorkerEnvironment.of(config, otlp, env);
+    if (config.exporter().usesOtlp()) {
+      OtlpReachability.check(otlp, 3000);
+    }
     RayHome home = RayHome.locate(env);
     List<Path> codePath = home.workerCodeSearchPath();
     this.telemetry = ProcessTelemetry.builder(config).role("driver").otlp(otlp).start();
