@@ -51,8 +51,11 @@ final class DemoCommand implements Callable<Integer> {
     if (address != null) {
       b.address(address);
     }
+    java.time.Instant started = java.time.Instant.now();
     try (DriverSession session = b.start()) {
       RelayDemo.Result r = new RelayDemo(session).run(calls);
+      dev.ravel.driver.grpo.RunSummary.write(config.runDir(), config.runId(), "demo", started, java.time.Instant.now(),
+          "succeeded", java.util.List.of(), Map.of("calls", calls), Map.of("trace_id", r.traceId()));
       r.answers().forEach(a -> System.out.println("  " + a));
       System.out.println("run id: " + config.runId() + "  trace: " + r.traceId());
       if (config.exporter().writesFiles()) {
