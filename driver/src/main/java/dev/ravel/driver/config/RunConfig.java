@@ -33,7 +33,7 @@ public final class RunConfig {
     section("run", "mode", "sync", "seed", 7);
     section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512);
     section("generation", "workers", 2, "backend", "embedded", "kv_token_budget", 4096,
-        "max_running_requests", 64, "max_concurrency", 32, "vllm_url", "", "vllm_model", "");
+        "max_running_requests", 64, "max_concurrency", 32);
     section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
         "max_trajectory_age_steps", 1, "checkpoint_every", 0);
@@ -209,11 +209,9 @@ public final class RunConfig {
     range("grpo.temperature", 0, 10, true);
     range("grpo.top_p", 0, 1, false);
     String backend = string("generation.backend");
-    if (!backend.equals("embedded") && !backend.equals("vllm")) {
-      throw new ConfigException("generation.backend", "unknown backend '" + backend + "' (valid: embedded, vllm)");
-    }
-    if (backend.equals("vllm") && string("generation.vllm_url").isEmpty()) {
-      throw new ConfigException("generation.vllm_url", "required when generation.backend is vllm");
+    if (!backend.equals("embedded")) {
+      throw new ConfigException("generation.backend", "unknown backend '" + backend
+          + "' (valid: embedded; a vllm server backend is not available in this version)");
     }
   }
 

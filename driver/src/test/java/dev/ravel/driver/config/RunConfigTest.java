@@ -103,22 +103,22 @@ final class RunConfigTest {
   @Test
   void load_overrideValuesAreTypedAsYamlScalars() {
     RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "grpo.temperature=0.5", "run.mode=async",
-        "cluster.address=true", "generation.vllm_model= tiny-model "), Map.of());
+        "cluster.address=true", "generation.backend= embedded "), Map.of());
 
     Map<String, Object> flat = c.flatten();
     assertThat(flat.get("grpo.steps")).isInstanceOf(Integer.class).isEqualTo(5);
     assertThat(flat.get("grpo.temperature")).isInstanceOf(Double.class).isEqualTo(0.5);
     assertThat(flat.get("cluster.address")).isInstanceOf(Boolean.class).isEqualTo(true);
     assertThat(flat.get("run.mode")).isEqualTo("async");
-    assertThat(flat.get("generation.vllm_model")).isEqualTo("tiny-model");
+    assertThat(flat.get("generation.backend")).isEqualTo("embedded");
   }
 
   @Test
   void load_overrideValueMayContainEqualsSignsAndColons() {
     RunConfig c = RunConfig.load(null,
-        List.of("generation.backend=vllm", "generation.vllm_url=http://10.0.0.5:8000/v1?key=abc"), Map.of());
+        List.of("cluster.address=http://10.0.0.5:8000/v1?key=abc"), Map.of());
 
-    assertThat(c.string("generation.vllm_url")).isEqualTo("http://10.0.0.5:8000/v1?key=abc");
+    assertThat(c.string("cluster.address")).isEqualTo("http://10.0.0.5:8000/v1?key=abc");
   }
 
   @Test
@@ -267,7 +267,7 @@ final class RunConfigTest {
       "generation.max_running_requests=0 | generation.max_running_requests",
       "generation.max_concurrency=0     | generation.max_concurrency",
       "generation.backend=sglang        | generation.backend",
-      "generation.backend=vllm          | generation.vllm_url",
+      "generation.backend=vllm          | generation.backend",
       "cluster.worker_heap_mb=63        | cluster.worker_heap_mb",
       "cluster.num_cpus=-1              | cluster.num_cpus",
       "run.mode=batch                   | run.mode",
@@ -291,14 +291,13 @@ final class RunConfigTest {
   void load_boundaryValuesAreAccepted() {
     RunConfig c = RunConfig.load(null, List.of("grpo.group_size=2", "grpo.steps=1", "grpo.top_p=1",
         "grpo.temperature=0", "grpo.kl_beta=0", "grpo.max_trajectory_age_steps=0", "cluster.worker_heap_mb=64",
-        "generation.backend=vllm", "generation.vllm_url=http://localhost:8000/v1",
         "telemetry.engine_sample_ratio=0"), Map.of());
 
     assertThat(c.integer("grpo.group_size")).isEqualTo(2);
     assertThat(c.number("grpo.top_p")).isEqualTo(1.0);
     assertThat(c.number("grpo.temperature")).isZero();
     assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(64);
-    assertThat(c.string("generation.backend")).isEqualTo("vllm");
+    assertThat(c.string("generation.backend")).isEqualTo("embedded");
     assertThat(c.telemetry().engineSampleRatio()).isZero();
   }
 

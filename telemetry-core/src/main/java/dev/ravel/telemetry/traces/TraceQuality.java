@@ -10,7 +10,8 @@ import java.util.function.Predicate;
  * <ul>
  *   <li><b>generation coverage</b>: the share of engine requests ({@code llm_request}) that have an
  *       {@code rl.vllm.generate} ancestor in the same trace;</li>
- *   <li><b>connectedness</b>: the share of spans from worker processes (every role but {@code driver}),
+ *   <li><b>connectedness</b>: the share of spans from worker processes (every role but {@code driver} and
+ *       {@code submitter}),
  *       engine spans included, whose chain of parents reaches a {@code rl.grpo.step} root in the same
  *       trace without a missing link.</li>
  * </ul>
@@ -49,9 +50,9 @@ public final class TraceQuality {
     return (double) worker.stream().filter(this::connected).count() / worker.size();
   }
 
-  /** Spans from worker processes (every role but driver). */
+  /** Spans from worker processes: every role but the driver's and the job submitter's. */
   public List<SpanRecord> workerSpans() {
-    return spans.stream().filter(s -> !s.role().equals("driver")).toList();
+    return spans.stream().filter(s -> !s.role().equals("driver") && !s.role().equals("submitter")).toList();
   }
 
   /** The worker-process spans that do not reach a step root. */
