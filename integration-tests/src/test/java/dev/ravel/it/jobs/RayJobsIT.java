@@ -141,6 +141,12 @@ final class RayJobsIT {
     assertThat(run.attributes()).containsEntry("ray.job.submission_id", RUN_ID + "-job");
     assertThat(submit.runId()).isEqualTo(RUN_ID);
     assertThat(run.runId()).isEqualTo(RUN_ID);
+    // each step stays a trace of its own, linked to the job's span, and the run stays fully connected
+    assertThat(traces.named(SpanNames.GRPO_STEP)).isNotEmpty().allSatisfy(step -> {
+      assertThat(step.isRoot()).isTrue();
+      assertThat(step.links()).anySatisfy(l -> assertThat(l.spanId()).isEqualTo(run.spanId()));
+    });
+    assertThat(dev.ravel.telemetry.traces.TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
   }
 
   @Test
