@@ -223,7 +223,7 @@ public final class GrpoRun {
               r.weightVersion(), i % groupSize));
         }
         StepMetrics m = trainStep(clock, s, step, "sync", batch, 0, calls);
-        s.set("rl.reward.mean", m.rewardMean());
+        record(s, m);
         history.add(m);
         listener.onStep(m, steps);
       }
@@ -311,7 +311,7 @@ public final class GrpoRun {
         linkRollouts(s, got.rollouts());
         List<Trajectory> batch = phase(clock, "data_processing", SpanGroup.DATA, SpanNames.GRPO_DATA_PROCESSING,
             () -> flatten(got.rollouts()));
-        StepMetrics partial = trainStep(clock, s, step, "async", batch, got.droppedForAge(), 0);
+        StepMetrics partial = trainStep(clock, s, step, "async", batch, got.droppedTrajectories(), 0);
         calls += 2;
         phase(clock, "refit", SpanGroup.REFIT, SpanNames.GRPO_REFIT, () -> {
           phase(clock, "idle", SpanGroup.IDLE, SpanNames.IDLE_REFIT_BUBBLE,
@@ -328,7 +328,7 @@ public final class GrpoRun {
             clock.elapsed(), clock.phases(), partial.weightVersion(), partial.trajectories(), partial.droppedForAge(),
             calls + partial.rayCalls() + collectorCalls, partial.traceId());
         history.add(m);
-        s.set("rl.reward.mean", m.rewardMean());
+        record(s, m);
         listener.onStep(m, steps);
       }
     }
@@ -381,6 +381,12 @@ public final class GrpoRun {
         gen > 0 ? tokens / gen : tokens / Math.max(1e-9, clock.elapsed()), clock.elapsed(), clock.phases(),
         weights.version(), batch.size(), dropped, callsSoFar + 2, s.spanContext().getTraceId());
     return m;
+  }
+
+  private static void record(ScopedSpan step, StepMetrics m) {
+    step.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
+        .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
+        .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge());
   }
 
   /**

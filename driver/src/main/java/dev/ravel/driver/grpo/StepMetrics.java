@@ -7,7 +7,7 @@ import java.util.Map;
  *
  * @param phases wall seconds per phase, in the order they ran ({@code generation}, {@code training}, ...)
  * @param rayCalls actor calls issued for this step (by the driver, and in async mode by the collector)
- * @param droppedForAge groups discarded as too old while gathering this step's batch (async)
+ * @param droppedForAge trajectories discarded as too old while gathering this step's batch (async)
  * @param traceId the step's trace
  */
 public record StepMetrics(int step, String mode, double rewardMean, double kl, double loss, double clipFraction,

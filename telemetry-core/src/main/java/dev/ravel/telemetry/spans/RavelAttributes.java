@@ -26,4 +26,10 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> TARGET_WEIGHT_VERSION = AttributeKey.longKey("rl.target_weight_version");
   public static final AttributeKey<Long> NUM_PROMPTS = AttributeKey.longKey("rl.num_prompts");
   public static final AttributeKey<Long> NUM_REQUESTS = AttributeKey.longKey("rl.num_requests");
+  /** Trajectories a step trained on. */
+  public static final AttributeKey<Long> NUM_TRAJECTORIES = AttributeKey.longKey("rl.num_trajectories");
+  /** Trajectories discarded while gathering a step's batch because their weights were too old. */
+  public static final AttributeKey<Long> DROPPED_TRAJECTORIES = AttributeKey.longKey("rl.dropped_trajectories");
+  /** Mean reward of a step's batch. */
+  public static final AttributeKey<Double> REWARD_MEAN = AttributeKey.doubleKey("rl.reward.mean");
 }

@@ -1,5 +1,6 @@
 package dev.ravel.telemetry.view;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -232,8 +233,8 @@ public final class StepView {
     long prodN = Intervals.unionLength(productive, idle) - idleN;
     long genN = Intervals.unionLength(generation, idle) - idleN;
     long wastedN = 0;
-    OptionalLong dropped = number(r.attributes().get("rl.dropped_trajectories"));
-    OptionalLong used = number(r.attributes().get("rl.num_trajectories"));
+    OptionalLong dropped = number(r.attributes().get(RavelAttributes.DROPPED_TRAJECTORIES.getKey()));
+    OptionalLong used = number(r.attributes().get(RavelAttributes.NUM_TRAJECTORIES.getKey()));
     if (dropped.isPresent() && used.isPresent()) {
       long d = Math.max(0, dropped.getAsLong());
       long u = Math.max(0, used.getAsLong());
