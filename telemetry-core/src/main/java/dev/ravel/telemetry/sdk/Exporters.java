@@ -21,6 +21,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /** Builds the span exporters a process uses. */
 final class Exporters {
@@ -31,36 +33,14 @@ final class Exporters {
     try {
       if (s.protocol() == OtlpProtocol.GRPC) {
         OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder()
-            .setEndpoint(s.endpoint().toString())
-            .setTimeout(s.timeout());
-        s.headers().forEach(b::addHeader);
-        if (s.gzip()) {
-          b.setCompression("gzip");
-        }
-        if (s.certificate().isPresent()) {
-          b.setTrustedCertificates(Files.readAllBytes(s.certificate().get()));
-        }
-        if (s.clientKey().isPresent()) {
-          b.setClientTls(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
-        }
+            .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
+        configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
         return b.build();
       }
       OtlpHttpSpanExporterBuilder b = OtlpHttpSpanExporter.builder()
-          .setEndpoint(s.endpoint().toString())
-          .setTimeout(s.timeout());
-      s.headers().forEach(b::addHeader);
-      if (s.gzip()) {
-        b.setCompression("gzip");
-      }
-      if (s.certificate().isPresent()) {
-        b.setTrustedCertificates(Files.readAllBytes(s.certificate().get()));
-      }
-      if (s.clientKey().isPresent()) {
-        b.setClientTls(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
-      }
+          .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
+      configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
       return b.build();
-    } catch (IOException e) {
-      throw new UncheckedIOException("reading OTLP TLS files", e);
     } catch (IllegalArgumentException e) {
       // the SDK rejects what our resolution let through (for example a malformed PEM file)
       throw new ConfigException(OtlpSettings.TRACES_PREFIX + "CERTIFICATE", e.getMessage());
@@ -72,30 +52,33 @@ final class Exporters {
    * {@code v1/traces} becomes {@code v1/metrics}; gRPC uses the same endpoint.
    */
   static MetricExporter otlpMetrics(OtlpSettings s) {
+    if (s.protocol() == OtlpProtocol.GRPC) {
+      OtlpGrpcMetricExporterBuilder b = OtlpGrpcMetricExporter.builder()
+          .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
+      configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
+      return b.build();
+    }
+    String url = s.endpoint().toString();
+    url = url.endsWith("/v1/traces") ? url.substring(0, url.length() - "traces".length()) + "metrics" : url;
+    OtlpHttpMetricExporterBuilder b = OtlpHttpMetricExporter.builder().setEndpoint(url).setTimeout(s.timeout());
+    configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
+    return b.build();
+  }
+
+  /** Headers, compression and TLS, the same for every OTLP exporter builder. */
+  private static void configure(OtlpSettings s, BiConsumer<String, String> header, Consumer<String> compression,
+      Consumer<byte[]> trusted, BiConsumer<byte[], byte[]> clientTls) {
     try {
-      if (s.protocol() == OtlpProtocol.GRPC) {
-        OtlpGrpcMetricExporterBuilder b = OtlpGrpcMetricExporter.builder()
-            .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
-        s.headers().forEach(b::addHeader);
-        if (s.certificate().isPresent()) {
-          b.setTrustedCertificates(Files.readAllBytes(s.certificate().get()));
-        }
-        if (s.clientKey().isPresent()) {
-          b.setClientTls(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
-        }
-        return b.build();
+      s.headers().forEach(header);
+      if (s.gzip()) {
+        compression.accept("gzip");
       }
-      String url = s.endpoint().toString();
-      url = url.endsWith("/v1/traces") ? url.substring(0, url.length() - "traces".length()) + "metrics" : url;
-      OtlpHttpMetricExporterBuilder b = OtlpHttpMetricExporter.builder().setEndpoint(url).setTimeout(s.timeout());
-      s.headers().forEach(b::addHeader);
       if (s.certificate().isPresent()) {
-        b.setTrustedCertificates(Files.readAllBytes(s.certificate().get()));
+        trusted.accept(Files.readAllBytes(s.certificate().get()));
       }
       if (s.clientKey().isPresent()) {
-        b.setClientTls(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
+        clientTls.accept(Files.readAllBytes(s.clientKey().get()), Files.readAllBytes(s.clientCertificate().get()));
       }
-      return b.build();
     } catch (IOException e) {
       throw new UncheckedIOException("reading OTLP TLS files", e);
     }
