@@ -113,10 +113,9 @@ public final class RunSubmission {
 
   /** The job request, with {@code parent} as the job's trace parent (may be {@link TraceCarrier#EMPTY}). */
   public JobRequest request(TraceCarrier parent) {
+    // the job's driver reads the resolved OTLP settings from RAVEL_OTLP_*, the headers from their file
+    workerEnv.writeSecretFiles();
     Map<String, String> vars = new LinkedHashMap<>(workerEnv.variables());
-    if (config.telemetry().exporter().usesOtlp()) {
-      vars.putAll(otlp.toTracesEnvironment()); // the job's driver resolves its own OTLP settings from these
-    }
     vars.put("RAVEL_RAY_VENV", home.venv().toString());
     vars.put("JAVA_HOME", System.getProperty("java.home"));
     vars.put(JobContext.SUBMISSION_ID_ENV, submissionId);

@@ -59,8 +59,10 @@ public final class DriverSession implements AutoCloseable {
   private DriverSession(Builder b) {
     Map<String, String> env = b.env;
     this.config = b.config;
-    this.otlp = OtlpSettings.resolve(env);
+    // a driver started as a Ray job by ravel submit gets the submitter's resolved settings
+    this.otlp = OtlpSettings.inWorkerEnvironment(env) ? OtlpSettings.fromWorkerEnvironment(env) : OtlpSettings.resolve(env);
     this.workerEnv = WorkerEnvironment.of(config, otlp, env);
+    workerEnv.writeSecretFiles();
     if (config.exporter().usesOtlp()) {
       OtlpReachability.check(otlp, 3000);
     }

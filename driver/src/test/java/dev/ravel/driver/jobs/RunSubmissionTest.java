@@ -73,14 +73,18 @@ class RunSubmissionTest {
   }
 
   @Test
-  void request_otlpExporter_givesTheJobsDriverTheResolvedSettingsAndMasksHeadersInToString() {
+  void request_otlpExporter_givesTheJobsDriverTheResolvedSettingsWithoutTheHeaderValues() {
     env.put("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20sekrit");
     RunSubmission s = builder("telemetry.exporter=otlp").build();
 
     JobRequest r = s.request(TraceCarrier.EMPTY);
 
-    assertThat(r.envVars()).containsEntry("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector.example:4317")
-        .containsKey("RAVEL_OTLP_HEADERS");
+    // the job's driver reads the submitter's resolved settings; the headers travel as an owner-only file
+    assertThat(r.envVars()).containsEntry("RAVEL_OTLP_ENDPOINT", "http://collector.example:4317")
+        .containsKey("RAVEL_OTLP_HEADERS_FILE").doesNotContainKey("RAVEL_OTLP_HEADERS");
+    assertThat(r.envVars().values()).noneMatch(v -> v.contains("sekrit"));
+    assertThat(dev.ravel.telemetry.otlp.OtlpSettings.fromWorkerEnvironment(r.envVars()).headers())
+        .containsEntry("authorization", "Bearer sekrit");
     assertThat(r.toString()).doesNotContain("sekrit");
   }
 

@@ -3,6 +3,12 @@ package dev.ravel.telemetry.env;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.otlp.OtlpSettings;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,7 +28,10 @@ import java.util.TreeMap;
  *       so an engine that reads them (vLLM) exports where the run does.</li>
  *   <li>The variables named in {@code telemetry.env_passthrough} are copied from the driver.</li>
  * </ul>
- * {@link #variables()} holds secrets (OTLP headers); {@link #describe()} and {@link #toString()} mask them.
+ * OTLP headers (secrets) do not travel as values: Ray stores a runtime env and serves it back, so the
+ * variables name an owner-only file ({@link #HEADERS_FILE}) that {@link #writeSecretFiles()} writes. When
+ * engine tracing is on, the traces-specific headers variable is set too, for engines that only read their
+ * environment. {@link #describe()} and {@link #toString()} mask secret values.
  */
 public final class WorkerEnvironment {
   /** Variables masked unless engine tracing is on. */
@@ -44,10 +53,15 @@ public final class WorkerEnvironment {
 
   private static final String MASK = "****";
 
-  private final Map<String, String> variables;
+  /** Names the file that holds the OTLP headers, instead of the headers themselves. */
+  public static final String HEADERS_FILE = OtlpSettings.WORKER_PREFIX + "HEADERS_FILE";
 
-  private WorkerEnvironment(Map<String, String> variables) {
+  private final Map<String, String> variables;
+  private final Map<Path, String> secretFiles;
+
+  private WorkerEnvironment(Map<String, String> variables, Map<Path, String> secretFiles) {
     this.variables = Collections.unmodifiableMap(variables);
+    this.secretFiles = Collections.unmodifiableMap(secretFiles);
   }
 
   /**
@@ -66,8 +80,17 @@ public final class WorkerEnvironment {
       vars.put(name, "");
     }
     vars.putAll(config.toEnvironment());
+    Map<Path, String> files = new LinkedHashMap<>();
     if (config.exporter().usesOtlp() || config.engineTracing()) {
       vars.putAll(otlp.toWorkerEnvironment());
+      String headers = vars.remove(OtlpSettings.WORKER_PREFIX + "HEADERS");
+      if (headers != null && !headers.isEmpty()) {
+        // Ray keeps a runtime env in its control store and serves it back (dashboard, job list):
+        // the headers travel as an owner-only file named by the environment, not as a value in it
+        Path file = config.runDir().resolve(".secrets").resolve("otlp-headers");
+        files.put(file, headers);
+        vars.put(HEADERS_FILE, file.toString());
+      }
     }
     if (config.engineTracing() && config.exporter().usesOtlp()) {
       vars.putAll(otlp.toTracesEnvironment());
@@ -86,7 +109,30 @@ public final class WorkerEnvironment {
         vars.put(name, v);
       }
     }
-    return new WorkerEnvironment(vars);
+    return new WorkerEnvironment(vars, files);
+  }
+
+  /**
+   * Writes the files this environment names (the OTLP headers), readable by their owner only. Call once
+   * before actors or jobs start with this environment; on a multi-node cluster the run folder must be on
+   * storage every node sees.
+   */
+  public void writeSecretFiles() {
+    for (Map.Entry<Path, String> e : secretFiles.entrySet()) {
+      try {
+        Files.createDirectories(e.getKey().getParent());
+        Files.deleteIfExists(e.getKey());
+        Files.createFile(e.getKey(), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(e.getKey(), e.getValue(), StandardCharsets.UTF_8);
+      } catch (IOException ex) {
+        throw new UncheckedIOException("cannot write " + e.getKey() + ": " + ex.getMessage(), ex);
+      }
+    }
+  }
+
+  /** The files {@link #writeSecretFiles()} writes. */
+  public java.util.Set<Path> secretFilePaths() {
+    return secretFiles.keySet();
   }
 
   /** The variables to put into the worker's runtime environment. Secret: may hold OTLP headers. */

@@ -74,7 +74,24 @@ public final class OtlpSettings {
 
   /** Reads back settings that a driver resolved and passed with {@link #toWorkerEnvironment()}. */
   public static OtlpSettings fromWorkerEnvironment(Map<String, String> env) {
+    String file = env.get(WORKER_PREFIX + "HEADERS_FILE");
+    if (file != null && !file.isEmpty()) {
+      Map<String, String> withHeaders = new LinkedHashMap<>(env);
+      try {
+        withHeaders.put(WORKER_PREFIX + "HEADERS", Files.readString(Path.of(file), StandardCharsets.UTF_8).trim());
+      } catch (java.io.IOException | RuntimeException e) {
+        throw new ConfigException(WORKER_PREFIX + "HEADERS_FILE", "cannot read " + file
+            + " (on a multi-node cluster the run folder must be on storage every node sees): " + e.getMessage());
+      }
+      return resolve(new Source(withHeaders, WORKER_PREFIX, null));
+    }
     return resolve(new Source(env, WORKER_PREFIX, null));
+  }
+
+  /** Whether {@code env} holds settings a driver passed on (a job's driver started by {@code ravel submit}). */
+  public static boolean inWorkerEnvironment(Map<String, String> env) {
+    String e = env.get(WORKER_PREFIX + "ENDPOINT");
+    return e != null && !e.isEmpty();
   }
 
   private static OtlpSettings resolve(Source src) {

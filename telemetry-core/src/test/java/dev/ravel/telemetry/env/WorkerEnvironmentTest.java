@@ -22,8 +22,11 @@ final class WorkerEnvironmentTest {
       "OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20" + SECRET);
   private static final OtlpSettings OTLP = OtlpSettings.resolve(DRIVER_ENV);
 
+  @org.junit.jupiter.api.io.TempDir
+  static java.nio.file.Path runs;
+
   private static TelemetryConfig.Builder config() {
-    return TelemetryConfig.builder().runId("run-1");
+    return TelemetryConfig.builder().runId("run-1").runsDir(runs);
   }
 
   // ---------------------------------------------------------------- masking
@@ -105,19 +108,39 @@ final class WorkerEnvironmentTest {
   void of_otlpExporterCarriesTheDriversResolvedSettings(String exporter) {
     TelemetryConfig c = config().exporter(ExporterKind.parse("exporter", exporter)).build();
 
-    Map<String, String> vars = WorkerEnvironment.of(c, OTLP, DRIVER_ENV).variables();
+    WorkerEnvironment env = WorkerEnvironment.of(c, OTLP, DRIVER_ENV);
+    env.writeSecretFiles();
+    Map<String, String> vars = env.variables();
 
-    assertThat(vars).containsAllEntriesOf(OTLP.toWorkerEnvironment());
+    Map<String, String> expected = new java.util.LinkedHashMap<>(OTLP.toWorkerEnvironment());
+    expected.remove("RAVEL_OTLP_HEADERS");
+    assertThat(vars).containsAllEntriesOf(expected).doesNotContainKey("RAVEL_OTLP_HEADERS");
     assertThat(OtlpSettings.fromWorkerEnvironment(vars)).isEqualTo(OTLP);
+  }
+
+  @Test
+  void of_headersTravelAsAnOwnerOnlyFileNotAsAValue() throws Exception {
+    TelemetryConfig c = config().exporter(ExporterKind.OTLP).build();
+
+    WorkerEnvironment env = WorkerEnvironment.of(c, OTLP, DRIVER_ENV);
+    env.writeSecretFiles();
+
+    assertThat(env.variables().values()).noneMatch(v -> v.contains(SECRET));
+    java.nio.file.Path file = java.nio.file.Path.of(env.variables().get(WorkerEnvironment.HEADERS_FILE));
+    assertThat(env.secretFilePaths()).containsExactly(file);
+    assertThat(java.nio.file.Files.readString(file)).contains(SECRET);
+    assertThat(java.nio.file.attribute.PosixFilePermissions.toString(java.nio.file.Files.getPosixFilePermissions(file)))
+        .isEqualTo("rw-------");
   }
 
   @Test
   void of_engineTracingOnCarriesOtlpSettingsEvenForFileExporter() {
     TelemetryConfig c = config().exporter(ExporterKind.FILE).engineTracing(true).build();
 
-    Map<String, String> vars = WorkerEnvironment.of(c, OTLP, DRIVER_ENV).variables();
+    WorkerEnvironment env = WorkerEnvironment.of(c, OTLP, DRIVER_ENV);
+    env.writeSecretFiles();
 
-    assertThat(OtlpSettings.fromWorkerEnvironment(vars)).isEqualTo(OTLP);
+    assertThat(OtlpSettings.fromWorkerEnvironment(env.variables())).isEqualTo(OTLP);
   }
 
   // ---------------------------------------------------------------- engine tracing
@@ -206,7 +229,7 @@ final class WorkerEnvironmentTest {
     // the secret is really there, so the masking is what keeps it out
     assertThat(env.variables().values()).anyMatch(v -> v.contains("s3cr3t"));
     assertThat(env.describe())
-        .contains("RAVEL_OTLP_HEADERS=****")
+        .contains("RAVEL_OTLP_HEADERS_FILE=")
         .contains("OTEL_EXPORTER_OTLP_TRACES_HEADERS=****")
         .contains("RAVEL_TELEMETRY_RUN_ID=run-1")
         .doesNotContain("s3cr3t");
