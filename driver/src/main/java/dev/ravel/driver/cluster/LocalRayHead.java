@@ -83,29 +83,32 @@ public final class LocalRayHead implements AutoCloseable {
     }
     List<ProcessHandle> descendants = process.descendants().toList();
     process.destroy();
-    try {
-      if (!process.waitFor(30, TimeUnit.SECONDS)) {
-        LOG.warn("ray head {} did not stop within 30 s; killing it", process.pid());
-        process.destroyForcibly();
-        process.waitFor(10, TimeUnit.SECONDS);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    if (!awaitExit(process.toHandle(), 30)) {
+      LOG.warn("ray head {} did not stop within 30 s; killing it", process.pid());
+      process.destroyForcibly();
+      awaitExit(process.toHandle(), 10);
     }
     for (ProcessHandle p : descendants) {
       if (p.isAlive()) {
         p.destroy();
       }
     }
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     for (ProcessHandle p : descendants) {
-      while (p.isAlive() && System.nanoTime() < deadline) {
-        sleep(100);
-      }
-      if (p.isAlive()) {
+      if (!awaitExit(p, 10)) {
         p.destroyForcibly();
       }
     }
+  }
+
+  /** A free port in the head's range that is not in {@code taken}; adds it there. */
+  static int distinctFreePort(java.util.Set<Integer> taken) {
+    for (int i = 0; i < 100; i++) {
+      int p = freePort(PORT_MIN, PORT_MAX);
+      if (taken.add(p)) {
+        return p;
+      }
+    }
+    throw new IllegalStateException("no distinct free port between " + PORT_MIN + " and " + PORT_MAX);
   }
 
   static int freePort(int min, int max) {
@@ -129,6 +132,15 @@ public final class LocalRayHead implements AutoCloseable {
     } catch (IOException e) {
       return false;
     }
+  }
+
+  /** Waits up to {@code seconds} for {@code p} to exit, without throwing (also when interrupted). */
+  private static boolean awaitExit(ProcessHandle p, int seconds) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (p.isAlive() && System.nanoTime() < deadline) {
+      java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+    }
+    return !p.isAlive();
   }
 
   private static void sleep(long ms) {
@@ -199,22 +211,22 @@ public final class LocalRayHead implements AutoCloseable {
 
     /** Starts the head and waits until the GCS (and the dashboard) answer. */
     public LocalRayHead start() {
-      int gcs = gcsPort > 0 ? gcsPort : freePort(PORT_MIN, PORT_MAX);
-      int dash = dashboardPort > 0 ? dashboardPort : freePort(PORT_MIN, PORT_MAX);
-      while (dash == gcs) {
-        dash = freePort(PORT_MIN, PORT_MAX);
-      }
+      java.util.Set<Integer> taken = new java.util.HashSet<>();
+      int gcs = gcsPort > 0 ? gcsPort : distinctFreePort(taken);
+      taken.add(gcs);
+      int dash = dashboardPort > 0 ? dashboardPort : distinctFreePort(taken);
+      taken.add(dash);
       List<String> cmd = new ArrayList<>(List.of(home.rayCommand().toString(), "start", "--head", "--block",
           "--node-ip-address=127.0.0.1", "--port=" + gcs, "--disable-usage-stats",
           "--include-dashboard=" + dashboard, "--dashboard-host=127.0.0.1", "--dashboard-port=" + dash,
-          "--ray-client-server-port=" + freePort(PORT_MIN, PORT_MAX),
+          "--ray-client-server-port=" + distinctFreePort(taken),
           // every port explicit, so that two heads on one machine (a user's and a test's) do not collide
-          "--node-manager-port=" + freePort(PORT_MIN, PORT_MAX),
-          "--object-manager-port=" + freePort(PORT_MIN, PORT_MAX),
-          "--metrics-export-port=" + freePort(PORT_MIN, PORT_MAX),
-          "--runtime-env-agent-port=" + freePort(PORT_MIN, PORT_MAX),
-          "--dashboard-agent-listen-port=" + freePort(PORT_MIN, PORT_MAX),
-          "--dashboard-agent-grpc-port=" + freePort(PORT_MIN, PORT_MAX)));
+          "--node-manager-port=" + distinctFreePort(taken),
+          "--object-manager-port=" + distinctFreePort(taken),
+          "--metrics-export-port=" + distinctFreePort(taken),
+          "--runtime-env-agent-port=" + distinctFreePort(taken),
+          "--dashboard-agent-listen-port=" + distinctFreePort(taken),
+          "--dashboard-agent-grpc-port=" + distinctFreePort(taken)));
       int workers = 10002 + 1000 * (int) (Math.random() * 9);
       cmd.add("--min-worker-port=" + workers);
       cmd.add("--max-worker-port=" + (workers + 999));

@@ -218,7 +218,7 @@ public final class GrpoRun {
         calls++;
         List<Trajectory> batch = new ArrayList<>();
         for (int i = 0; i < results.size(); i++) {
-          GenerationResult r = results.get(i);
+          GenerationResult r = succeeded(results.get(i));
           batch.add(new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), rewards[i],
               r.weightVersion(), i % groupSize));
         }
@@ -287,52 +287,98 @@ public final class GrpoRun {
   // ---------------------------------------------------------------- async
 
   private void runAsync() {
-    long starvationTimeoutMs = 600_000;
-    for (int step = 0; step < steps; step++) {
-      PhaseClock clock = new PhaseClock();
-      long calls = 0;
-      CollectorStats before = collector.call(TrajectoryCollector::stats).get();
-      try (ScopedSpan s = startStep()) {
-        s.set(RavelAttributes.STEP, step).set(RavelAttributes.ALGORITHM_MODE, "async")
-            .set(RavelAttributes.WEIGHT_VERSION, weights.version());
-        if (step == 0) {
-          phase(clock, "refit", SpanGroup.REFIT, SpanNames.GRPO_REFIT,
-              () -> collector.call(TrajectoryCollector::publish, weights.version()).get());
-          calls++;
-        }
-        long stepNo = step;
-        BufferBatch got = phase(clock, "idle", SpanGroup.IDLE, SpanNames.IDLE_BUFFER_STARVATION,
-            () -> buffer.call(ReplayBuffer::take, stepNo, promptsPerStep, maxAge, starvationTimeoutMs).get());
+    try {
+      for (int step = 0; step < steps; step++) {
+        asyncStep(step);
+      }
+    } finally {
+      // also when a step failed: no more generate calls while the session flushes and closes
+      collectorStats = collector.call(TrajectoryCollector::stop).get();
+    }
+  }
+
+  private void asyncStep(int step) {
+    PhaseClock clock = new PhaseClock();
+    long calls = 0;
+    CollectorStats before = collector.call(TrajectoryCollector::stats).get();
+    try (ScopedSpan s = startStep()) {
+      s.set(RavelAttributes.STEP, step).set(RavelAttributes.ALGORITHM_MODE, "async")
+          .set(RavelAttributes.WEIGHT_VERSION, weights.version());
+      if (step == 0) {
+        phase(clock, "refit", SpanGroup.REFIT, SpanNames.GRPO_REFIT,
+            () -> collector.call(TrajectoryCollector::publish, weights.version()).get());
         calls++;
-        if (got.rollouts().isEmpty()) {
-          throw new IllegalStateException("step " + step + ": no trajectories arrived within "
-              + starvationTimeoutMs / 1000 + " s (is the collector failing? see its log)");
-        }
-        linkRollouts(s, got.rollouts());
-        List<Trajectory> batch = phase(clock, "data_processing", SpanGroup.DATA, SpanNames.GRPO_DATA_PROCESSING,
-            () -> flatten(got.rollouts()));
-        StepMetrics partial = trainStep(clock, s, step, "async", batch, got.droppedTrajectories(), 0);
-        calls += 2;
+      }
+      long stepNo = step;
+      Gathered got = phase(clock, "idle", SpanGroup.IDLE, SpanNames.IDLE_BUFFER_STARVATION,
+          () -> gather(stepNo, before.failures()));
+      calls += got.calls;
+      linkRollouts(s, got.rollouts);
+      List<Trajectory> batch = phase(clock, "data_processing", SpanGroup.DATA, SpanNames.GRPO_DATA_PROCESSING,
+          () -> flatten(got.rollouts));
+      StepMetrics partial = trainStep(clock, s, step, "async", batch, got.droppedTrajectories, 0);
+      if (step < steps - 1) { // after the last step nothing would train on newly published weights
         phase(clock, "refit", SpanGroup.REFIT, SpanNames.GRPO_REFIT, () -> {
-          phase(clock, "idle", SpanGroup.IDLE, SpanNames.IDLE_REFIT_BUBBLE,
-              () -> collector.call(TrajectoryCollector::pause, 60_000L).get());
+          // the refit bubble: generation paused while the weights change (counted in the refit phase)
+          spans.call(SpanGroup.IDLE, SpanNames.IDLE_REFIT_BUBBLE,
+              x -> collector.call(TrajectoryCollector::pause, 60_000L).get());
           refit(weights);
           return collector.call(TrajectoryCollector::publish, weights.version()).get();
         });
         calls += 2 + workers.size();
-        CollectorStats after = collector.call(TrajectoryCollector::stats).get();
-        long collectorCalls = (after.generateCalls() - before.generateCalls()) + (after.rewardCalls() - before.rewardCalls())
-            + (after.bufferCalls() - before.bufferCalls());
-        StepMetrics m = new StepMetrics(partial.step(), partial.mode(), partial.rewardMean(), partial.kl(), partial.loss(),
-            partial.clipFraction(), partial.tokens(), partial.tokens() / Math.max(1e-9, clock.elapsed()),
-            clock.elapsed(), clock.phases(), partial.weightVersion(), partial.trajectories(), partial.droppedForAge(),
-            calls + partial.rayCalls() + collectorCalls, partial.traceId());
-        history.add(m);
-        record(s, m);
-        listener.onStep(m, steps);
+      }
+      CollectorStats after = collector.call(TrajectoryCollector::stats).get();
+      long collectorCalls = (after.generateCalls() - before.generateCalls()) + (after.rewardCalls() - before.rewardCalls())
+          + (after.bufferCalls() - before.bufferCalls());
+      StepMetrics m = new StepMetrics(partial.step(), partial.mode(), partial.rewardMean(), partial.kl(), partial.loss(),
+          partial.clipFraction(), partial.tokens(), partial.tokens() / Math.max(1e-9, clock.elapsed()),
+          clock.elapsed(), clock.phases(), partial.weightVersion(), partial.trajectories(), partial.droppedForAge(),
+          calls + partial.rayCalls() + collectorCalls, partial.traceId());
+      history.add(m);
+      record(s, m);
+      listener.onStep(m, steps);
+    }
+  }
+
+  private record Gathered(List<Rollout> rollouts, int droppedTrajectories, long calls) {}
+
+  /**
+   * Takes this step's groups from the buffer in short waits, failing fast with the collector's error when
+   * it reports a failure instead of waiting out the whole starvation bound.
+   */
+  private Gathered gather(long step, long failuresBefore) {
+    long deadline = System.nanoTime() + 600_000_000_000L;
+    List<Rollout> rollouts = new ArrayList<>();
+    int dropped = 0;
+    long calls = 0;
+    while (rollouts.size() < promptsPerStep) {
+      BufferBatch b = buffer.call(ReplayBuffer::take, step, promptsPerStep - rollouts.size(), maxAge, 2_000L).get();
+      calls++;
+      rollouts.addAll(b.rollouts());
+      dropped += b.droppedTrajectories();
+      if (rollouts.size() >= promptsPerStep) {
+        break;
+      }
+      CollectorStats c = collector.call(TrajectoryCollector::stats).get();
+      if (c.failures() > failuresBefore) {
+        throw new IllegalStateException("step " + step + ": the collector failed: " + c.lastError());
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("step " + step + ": only " + rollouts.size() + " of " + promptsPerStep
+            + " groups arrived within 600 s");
       }
     }
-    collectorStats = collector.call(TrajectoryCollector::stop).get();
+    return new Gathered(rollouts, dropped, calls);
+  }
+
+  /** {@code r}, unless the engine failed or aborted it: then the step fails with the engine's reason. */
+  static GenerationResult succeeded(GenerationResult r) {
+    if (r.finishReason() == dev.ravel.workers.engine.FinishReason.ERROR
+        || r.finishReason() == dev.ravel.workers.engine.FinishReason.ABORT) {
+      throw new IllegalStateException("generation of " + r.requestId() + " ended " + r.finishReason().wireName()
+          + (r.error() == null ? "" : ": " + r.error()));
+    }
+    return r;
   }
 
   private static List<Trajectory> flatten(List<Rollout> rollouts) {
@@ -364,8 +410,20 @@ public final class GrpoRun {
     phase(clock, "training", SpanGroup.TRAINING, SpanNames.GRPO_LOGPROBS,
         () -> trainer.call(PolicyTrainer::logprobs, batch).get());
     double[] rewards = batch.stream().mapToDouble(Trajectory::reward).toArray();
-    phase(clock, "training", SpanGroup.TRAINING, SpanNames.GRPO_ADVANTAGE,
-        () -> Advantages.groupRelative(rewards, groupSize, 1e-6));
+    phase(clock, "training", SpanGroup.TRAINING, SpanNames.GRPO_ADVANTAGE, () -> {
+      // the trainer applies the same advantages; here they tell how many groups carry no signal
+      double[] adv = Advantages.groupRelative(rewards, groupSize, grpo.advantageEps());
+      int flat = 0;
+      for (int g = 0; g + groupSize <= adv.length; g += groupSize) {
+        boolean zero = true;
+        for (int i = g; i < g + groupSize; i++) {
+          zero &= adv[i] == 0.0;
+        }
+        flat += zero ? 1 : 0;
+      }
+      s.set(RavelAttributes.FLAT_GROUPS, (long) flat);
+      return flat;
+    });
     TrainOutcome out = phase(clock, "training", SpanGroup.TRAINING, SpanNames.GRPO_TRAINING,
         () -> trainer.call(PolicyTrainer::train, batch).get());
     weights = out.weights();

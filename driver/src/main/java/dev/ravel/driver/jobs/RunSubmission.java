@@ -28,9 +28,9 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>The job's {@code runtime_env.env_vars} are the run's worker environment ({@link WorkerEnvironment}: the
  * telemetry settings as {@code RAVEL_TELEMETRY_*}, which also pin the run id and the runs folder; the
- * resolved OTLP settings; trace-enabling {@code OTEL_*} masked unless engine tracing is on), plus, when the
- * run exports over OTLP, the resolved settings as {@code OTEL_EXPORTER_OTLP_TRACES_*} for the job's own
- * driver; {@code RAVEL_RAY_VENV} and {@code JAVA_HOME} for {@code bin/ravel}; the submission id; and the
+ * resolved OTLP settings as {@code RAVEL_OTLP_*}, which the job's driver uses instead of resolving its own,
+ * with the headers in an owner-only file rather than as a value; trace-enabling {@code OTEL_*} masked
+ * unless engine tracing is on), plus {@code RAVEL_RAY_VENV} and {@code JAVA_HOME} for {@code bin/ravel}; the submission id; and the
  * submitter's {@code rl.job.submit} span as {@code RAVEL_PARENT_TRACEPARENT}/{@code RAVEL_PARENT_TRACESTATE}
  * ({@link JobContext}). The job's metadata holds {@code rl.run.id}; the submission id is
  * {@code <run id>-<6 hex>} unless one is given.

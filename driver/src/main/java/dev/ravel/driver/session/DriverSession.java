@@ -84,7 +84,8 @@ public final class DriverSession implements AutoCloseable {
       this.address = addr;
       this.head = started;
       connect(addr, codePath, b.workerJvmOptions);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // for example Ray.init() failing on a jar or native-library mismatch: leave no head running
       telemetry.close();
       if (started != null) {
         started.close();
@@ -174,9 +175,17 @@ public final class DriverSession implements AutoCloseable {
     long timeout = config.shutdownTimeout().toMillis();
     List<RavelRef<ExportStats>> refs = new ArrayList<>();
     for (RavelActorHandle<? extends RavelRole> a : actors) {
-      refs.add(flushCall(a, timeout));
+      try {
+        refs.add(flushCall(a, timeout));
+      } catch (RuntimeException e) {
+        LOG.warn("actor {} could not be asked to flush its telemetry: {}", a, e.toString());
+        refs.add(null);
+      }
     }
     for (int i = 0; i < refs.size(); i++) {
+      if (refs.get(i) == null) {
+        continue;
+      }
       try {
         ExportStats s = refs.get(i).get(timeout + 5000);
         actorStats.put(actors.get(i).toString(), s);
@@ -193,8 +202,19 @@ public final class DriverSession implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.warn("Ray shutdown: {}", e.toString());
     }
+    for (Path file : workerEnv.secretFilePaths()) {
+      try {
+        java.nio.file.Files.deleteIfExists(file);
+      } catch (java.io.IOException | RuntimeException e) {
+        LOG.warn("could not delete {}: {}", file, e.toString());
+      }
+    }
     if (head != null) {
-      head.close();
+      try {
+        head.close();
+      } catch (RuntimeException e) {
+        LOG.warn("stopping the Ray head {} failed: {}", head.pid(), e.toString());
+      }
     }
   }
 

@@ -94,6 +94,7 @@ public final class WorkerEnvironment {
     }
     if (config.engineTracing() && config.exporter().usesOtlp()) {
       vars.putAll(otlp.toTracesEnvironment());
+      vars.put(OtlpSettings.TRACES_PREFIX + "HEADERS", ""); // masked: values stay out of Ray-stored environments
       // the engine's own sampler decides per request; its exporter follows the caller's decision
       vars.put("OTEL_TRACES_SAMPLER", "parentbased_always_on");
     }

@@ -30,6 +30,8 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> NUM_TRAJECTORIES = AttributeKey.longKey("rl.num_trajectories");
   /** Trajectories discarded while gathering a step's batch because their weights were too old. */
   public static final AttributeKey<Long> DROPPED_TRAJECTORIES = AttributeKey.longKey("rl.dropped_trajectories");
+  /** Groups of a step whose rewards were all equal, so their advantages (and their learning signal) are zero. */
+  public static final AttributeKey<Long> FLAT_GROUPS = AttributeKey.longKey("rl.grpo.flat_groups");
   /** Mean reward of a step's batch. */
   public static final AttributeKey<Double> REWARD_MEAN = AttributeKey.doubleKey("rl.reward.mean");
 }

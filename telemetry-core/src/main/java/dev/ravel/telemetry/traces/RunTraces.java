@@ -49,7 +49,11 @@ public final class RunTraces {
   }
 
   private static void readFile(Path f, List<SpanRecord> spans, List<String> problems) throws IOException {
-    try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
+    // lenient decoding: a broken byte sequence spoils its line (reported below), not the whole file
+    java.nio.charset.CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+        .onMalformedInput(java.nio.charset.CodingErrorAction.REPLACE)
+        .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPLACE);
+    try (BufferedReader r = new BufferedReader(new java.io.InputStreamReader(Files.newInputStream(f), decoder))) {
       String line;
       int n = 0;
       while ((line = r.readLine()) != null) {

@@ -157,8 +157,12 @@ final class WorkerEnvironmentTest {
         .containsEntry("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
         .containsEntry("OTEL_TRACES_SAMPLER", "parentbased_always_on");
     assertThat(env.masks("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")).isFalse();
-    // the engine reads the traces-specific variables and gets the same settings as Ravel's exporter
-    assertThat(OtlpSettings.resolve(vars)).isEqualTo(OTLP);
+    // the engine reads the traces-specific variables and gets Ravel's endpoint and protocol; header values
+    // never travel as environment values (Ray stores runtime environments)
+    OtlpSettings engine = OtlpSettings.resolve(vars);
+    assertThat(engine.endpoint()).isEqualTo(OTLP.endpoint());
+    assertThat(engine.protocol()).isEqualTo(OTLP.protocol());
+    assertThat(engine.headers()).isEmpty();
     // generic ones stay masked so nothing inherited competes with them
     assertThat(env.masks("OTEL_EXPORTER_OTLP_ENDPOINT")).isTrue();
   }
@@ -226,11 +230,12 @@ final class WorkerEnvironmentTest {
 
     WorkerEnvironment env = WorkerEnvironment.of(c, OTLP, DRIVER_ENV);
 
-    // the secret is really there, so the masking is what keeps it out
-    assertThat(env.variables().values()).anyMatch(v -> v.contains("s3cr3t"));
+    // the secret travels in the headers file only; even with engine tracing on no variable holds it
+    assertThat(env.variables().values()).noneMatch(v -> v.contains("s3cr3t"));
+    assertThat(env.variables()).containsEntry("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "");
     assertThat(env.describe())
         .contains("RAVEL_OTLP_HEADERS_FILE=")
-        .contains("OTEL_EXPORTER_OTLP_TRACES_HEADERS=****")
+        .contains("OTEL_EXPORTER_OTLP_TRACES_HEADERS=\n")
         .contains("RAVEL_TELEMETRY_RUN_ID=run-1")
         .doesNotContain("s3cr3t");
     assertThat(env.toString())

@@ -4,4 +4,4 @@ import java.io.Serializable;
 
 /** Counters of a trajectory collector. */
 public record CollectorStats(long targetsDone, long groups, long trajectories, long generateCalls,
-    long rewardCalls, long bufferCalls, int inFlight, long failures) implements Serializable {}
+    long rewardCalls, long bufferCalls, int inFlight, long failures, String lastError) implements Serializable {}

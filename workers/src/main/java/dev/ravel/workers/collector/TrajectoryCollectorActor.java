@@ -52,6 +52,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   private final AtomicLong rewardCalls = new AtomicLong();
   private final AtomicLong bufferCalls = new AtomicLong();
   private final AtomicLong failures = new AtomicLong();
+  private volatile String lastError = "";
   private volatile long version = -1;
   private volatile boolean paused = true;
   private volatile boolean stopped;
@@ -106,7 +107,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   @Override
   public CollectorStats stats() {
     return new CollectorStats(targetsDone.get(), groups.get(), trajectories.get(), generateCalls.get(),
-        rewardCalls.get(), bufferCalls.get(), inFlight.get(), failures.get());
+        rewardCalls.get(), bufferCalls.get(), inFlight.get(), failures.get(), lastError);
   }
 
   @Override
@@ -155,6 +156,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
         if (stopped) {
           return; // the run ended: this target's groups are abandoned (generated ahead, never trained on)
         }
+        lastError = e.getMessage() == null ? e.toString() : e.getMessage();
         failures.incrementAndGet();
         LOG.warn("collector: generation for step {} failed: {}", t.step, e.toString());
       }
@@ -191,7 +193,12 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
       for (int p = 0; p < futures.size(); p++) {
         List<Generated> group = new ArrayList<>();
         for (Future<Generated> f : futures.get(p)) {
-          group.add(await(f));
+          try {
+            group.add(await(f));
+          } catch (RuntimeException e) {
+            futures.forEach(fs -> fs.forEach(x -> x.cancel(false))); // the target is lost: issue nothing more for it
+            throw e;
+          }
         }
         done.add(group);
         for (Generated x : group) {
@@ -207,7 +214,9 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
         List<String> spanIds = new ArrayList<>();
         long oldest = Long.MAX_VALUE;
         for (Generated x : done.get(p)) {
-          GenerationResult r = x.result;
+          GenerationResult r = dev.ravel.workers.engine.FinishReason.ERROR == x.result.finishReason()
+              || dev.ravel.workers.engine.FinishReason.ABORT == x.result.finishReason()
+              ? failed(x.result) : x.result;
           trajs.add(new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), rewards[i++],
               r.weightVersion(), trajs.size()));
           spanIds.add(x.generateSpan);
@@ -248,6 +257,11 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
         gate.notifyAll();
       }
     }
+  }
+
+  private static GenerationResult failed(GenerationResult r) {
+    throw new IllegalStateException("generation of " + r.requestId() + " ended " + r.finishReason().wireName()
+        + (r.error() == null ? "" : ": " + r.error()));
   }
 
   private static Generated await(Future<Generated> f) {

@@ -522,7 +522,11 @@ public final class EmbeddedEngine implements AutoCloseable {
     s.addEvent(EngineNames.EVENT_PREEMPTED, nowEpochNanos(),
         Attributes.of(EngineNames.USAGE_COMPLETION_TOKENS, (long) s.generated()));
     preemptions.incrementAndGet();
-    metrics.recordPreemption();
+    try {
+      metrics.recordPreemption();
+    } catch (RuntimeException e) {
+      // telemetry must never break generation
+    }
     waiting.addFirst(s);
   }
 
