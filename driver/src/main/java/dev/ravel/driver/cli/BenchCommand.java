@@ -23,7 +23,8 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code ravel bench}: the same GRPO workload with telemetry off, {@code per_step}, and {@code all} with
  * engine sampling 0.01, plus async {@code per_step}, interleaved round by round on one Ray head, each run
- * a separate driver process. Reports step-time ratios against telemetry off (from this one invocation),
+ * a separate driver process, after one unrecorded warm-up run. Reports step-time ratios against telemetry
+ * off (from this one invocation),
  * spans and Ray calls per step, and async vs sync step time. The first step of each run (warm-up) is
  * left out.
  */
@@ -57,6 +58,11 @@ final class BenchCommand implements Callable<Integer> {
     variants.forEach(v -> results.put(v.name(), new ArrayList<>()));
     RayHome home = RayHome.locate(System.getenv());
     try (LocalRayHead head = LocalRayHead.builder(home).dashboard(false).start()) {
+      // a first run on a fresh head pays for warming it up: run one, record nothing
+      System.out.print("warm-up run ... ");
+      System.out.flush();
+      runOnce(head, "bench-warmup-" + System.currentTimeMillis() % 100000, variants.get(0).overrides());
+      System.out.println("done");
       for (int r = 0; r < rounds; r++) {
         List<Variant> order = new ArrayList<>(variants);
         if (r % 2 == 1) {
