@@ -25,6 +25,7 @@ import dev.ravel.workers.engine.SamplingParams;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
 import dev.ravel.workers.generation.GenerationWorkerSpec;
+import dev.ravel.workers.generation.GroupRequests;
 import dev.ravel.workers.grpo.Advantages;
 import dev.ravel.workers.grpo.GrpoConfig;
 import dev.ravel.workers.grpo.Trajectory;
@@ -231,16 +232,7 @@ public final class GrpoRun {
   }
 
   private List<GenerationRequest> requests(List<Problem> problems, int step) {
-    SplittableRandom rng = new SplittableRandom(seed * 7_919L + step);
-    List<GenerationRequest> out = new ArrayList<>();
-    for (int p = 0; p < problems.size(); p++) {
-      int[] prompt = tokenizer.encode(problems.get(p).prompt());
-      for (int g = 0; g < groupSize; g++) {
-        out.add(GenerationRequest.of("s" + step + "-p" + p + "-g" + g, prompt, sampling.withSeed(rng.nextLong()),
-            dev.ravel.telemetry.context.TraceCarrier.EMPTY));
-      }
-    }
-    return out;
+    return GroupRequests.of(problems, tokenizer, groupSize, sampling, step, new SplittableRandom(seed * 7_919L + step));
   }
 
   /** One batched call per worker (requests dealt round-robin), results back in request order. */

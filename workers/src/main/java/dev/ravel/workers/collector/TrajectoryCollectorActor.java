@@ -1,7 +1,6 @@
 package dev.ravel.workers.collector;
 
 import dev.ravel.telemetry.config.SpanGroup;
-import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.telemetry.spans.SpanNames;
@@ -12,6 +11,7 @@ import dev.ravel.workers.buffer.Rollout;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.generation.GroupRequests;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.Tokenizer;
@@ -174,13 +174,12 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
       Context here = Context.current();
       List<List<Future<Generated>>> futures = new ArrayList<>();
       int n = 0;
+      List<GenerationRequest> requests =
+          GroupRequests.of(problems, tokenizer, spec.groupSize(), spec.sampling(), t.step, rng);
       for (int p = 0; p < problems.size(); p++) {
         List<Future<Generated>> group = new ArrayList<>();
-        int[] prompt = tokenizer.encode(problems.get(p).prompt());
         for (int g = 0; g < spec.groupSize(); g++) {
-          String id = "s" + t.step + "-p" + p + "-g" + g;
-          GenerationRequest req = GenerationRequest.of(id, prompt,
-              spec.sampling().withSeed(rng.nextLong()), TraceCarrier.EMPTY);
+          GenerationRequest req = requests.get(p * spec.groupSize() + g);
           int worker = n++ % spec.workers().size();
           group.add(calls.submit(here.wrap(() -> generateOne(req, worker, t.step))));
         }
