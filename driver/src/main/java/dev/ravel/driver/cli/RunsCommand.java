@@ -1,5 +1,7 @@
 package dev.ravel.driver.cli;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.SpanNames;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.driver.grpo.RunSummary;
@@ -64,7 +66,8 @@ final class RunsCommand implements Callable<Integer> {
     RunTraces traces = RunTraces.readDir(dir);
     long errors = traces.spans().stream().filter(SpanRecord::isError).count() + traces.problems().size();
     String mode = "?";
-    String steps = String.valueOf(traces.named("rl.grpo.step").size());
+    List<SpanRecord> stepRoots = traces.named(SpanNames.GRPO_STEP);
+    String steps = String.valueOf(stepRoots.size());
     String status = "unfinished";
     Instant start = traces.spans().stream().map(s -> Instant.ofEpochSecond(0, s.startNanos())).min(Comparator.naturalOrder())
         .orElse(Files.getLastModifiedTime(dir).toInstant());
@@ -76,8 +79,9 @@ final class RunsCommand implements Callable<Integer> {
       if (j.hasNonNull("started")) {
         start = Instant.parse(j.get("started").asText());
       }
-    } else if (!traces.named("rl.grpo.step").isEmpty()) {
-      mode = String.valueOf(traces.named("rl.grpo.step").get(0).attributes().getOrDefault("rl.mode", "?"));
+    } else if (!stepRoots.isEmpty()) {
+      Object m = stepRoots.get(0).attribute(RavelAttributes.ALGORITHM_MODE);
+      mode = m == null ? "?" : String.valueOf(m);
     }
     return new Row(dir.getFileName().toString(), start, mode, steps, traces.spans().size(), errors, status);
   }

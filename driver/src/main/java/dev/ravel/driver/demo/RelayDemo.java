@@ -1,5 +1,6 @@
 package dev.ravel.driver.demo;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.spans.ScopedSpan;
@@ -40,7 +41,7 @@ public final class RelayDemo {
   public Result run(int calls) {
     List<String> answers = new ArrayList<>();
     try (ScopedSpan s = session.spans().start(SpanGroup.STEP, SpanNames.DEMO_RUN)) {
-      s.set("rl.demo.calls", calls);
+      s.set(RavelAttributes.DEMO_CALLS, (long) calls);
       for (int i = 0; i < calls; i++) {
         answers.add(relay.call(Relay::relay, "hello " + i).get());
       }

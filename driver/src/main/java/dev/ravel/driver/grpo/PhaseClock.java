@@ -1,38 +1,46 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.telemetry.spans.Phase;
+import dev.ravel.telemetry.spans.Spans;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Supplier;
 
-/** Wall time per phase of one step, measured whether or not the phase's span is on. */
+/**
+ * One step's phases: each runs in its {@link Phase}'s span (when its group is on) and its wall time is
+ * measured either way, under the phase's {@link Phase#progressLabel() progress label}.
+ */
 final class PhaseClock {
-  private final Map<String, Double> phases = new LinkedHashMap<>();
+  private final Spans spans;
+  private final Map<String, Double> seconds = new LinkedHashMap<>();
   private final long start = System.nanoTime();
 
-  <T> T time(String phase, java.util.function.Supplier<T> body) {
+  PhaseClock(Spans spans) {
+    this.spans = spans;
+  }
+
+  /** Runs {@code body} as {@code phase}: in its span (an exception recorded there and rethrown), timed. */
+  <T> T time(Phase phase, Supplier<T> body) {
     long t0 = System.nanoTime();
     try {
-      return body.get();
+      return spans.call(phase, s -> body.get());
     } finally {
-      phases.merge(phase, (System.nanoTime() - t0) / 1e9, Double::sum);
+      seconds.merge(phase.progressLabel(), (System.nanoTime() - t0) / 1e9, Double::sum);
     }
   }
 
-  void time(String phase, Runnable body) {
-    time(phase, () -> {
-      body.run();
-      return null;
-    });
+  /** Wall seconds spent in phases with this progress label so far. */
+  double seconds(String progressLabel) {
+    return seconds.getOrDefault(progressLabel, 0.0);
   }
 
-  double seconds(String phase) {
-    return phases.getOrDefault(phase, 0.0);
-  }
-
+  /** Wall seconds since the step began. */
   double elapsed() {
     return (System.nanoTime() - start) / 1e9;
   }
 
+  /** Wall seconds per progress label. */
   Map<String, Double> phases() {
-    return phases;
+    return Map.copyOf(seconds);
   }
 }

@@ -1,5 +1,6 @@
 package dev.ravel.driver.jobs;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.spans.ScopedSpan;
@@ -26,9 +27,6 @@ public final class JobContext {
   public static final String TRACESTATE_ENV = "RAVEL_PARENT_TRACESTATE";
   /** The Ray submission id of the job this process runs in. */
   public static final String SUBMISSION_ID_ENV = "RAVEL_JOB_SUBMISSION_ID";
-  /** Attribute of {@code rl.job.submit} and {@code rl.job.run}: the Ray submission id. */
-  public static final String SUBMISSION_ID_ATTRIBUTE = "ray.job.submission_id";
-
   private JobContext() {}
 
   /** The parent carrier read from {@code env}; {@link TraceCarrier#EMPTY} when the variables are absent. */
@@ -72,7 +70,7 @@ public final class JobContext {
     try (ScopedSpan s = spans.start(SpanGroup.JOB, SpanNames.JOB_RUN, parent.extract())) {
       String id = env.get(SUBMISSION_ID_ENV);
       if (id != null && !id.isEmpty()) {
-        s.set(SUBMISSION_ID_ATTRIBUTE, id);
+        s.set(RavelAttributes.JOB_SUBMISSION_ID, id);
       }
       try {
         return body.get();

@@ -1,5 +1,6 @@
 package dev.ravel.driver.jobs;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.telemetry.config.ConfigException;
@@ -40,7 +41,7 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 public final class RunSubmission {
   /** The metadata key of the run id. */
-  public static final String RUN_ID_METADATA = "rl.run.id";
+  public static final String RUN_ID_METADATA = RavelAttributes.RUN_ID.getKey();
 
   private final RunConfig config;
   private final Path configFile;
@@ -129,7 +130,7 @@ public final class RunSubmission {
       vars.put(e.getKey(), e.getValue());
     }
     JobRequest.Builder b = JobRequest.builder().command(command()).submissionId(submissionId).envVars(vars)
-        .metadata(metadata).metadata(RUN_ID_METADATA, runId()).metadata("rl.mode", config.mode().configName());
+        .metadata(metadata).metadata(RUN_ID_METADATA, runId()).metadata(RavelAttributes.ALGORITHM_MODE.getKey(), config.mode().configName());
     if (entrypointNumCpus != null) {
       b.entrypointNumCpus(entrypointNumCpus);
     }
@@ -148,7 +149,8 @@ public final class RunSubmission {
     try (ProcessTelemetry telemetry = ProcessTelemetry.builder(config.telemetry()).role("submitter").otlp(otlp)
         .start()) {
       try (ScopedSpan s = telemetry.spans().start(SpanGroup.JOB, SpanNames.JOB_SUBMIT, Context.root())) {
-        s.set(JobContext.SUBMISSION_ID_ATTRIBUTE, submissionId).set("ray.dashboard.url", client.baseUrl().toString());
+        s.set(RavelAttributes.JOB_SUBMISSION_ID, submissionId)
+            .set(RavelAttributes.RAY_DASHBOARD_URL, client.baseUrl().toString());
         try {
           JobSubmission sub = client.submit(request(s.carrier()));
           return new Result(runId(), sub.submissionId(), config.telemetry().runDir(),

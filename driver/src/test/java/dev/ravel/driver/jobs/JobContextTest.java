@@ -1,5 +1,6 @@
 package dev.ravel.driver.jobs;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -78,7 +79,7 @@ class JobContextTest {
     SpanRecord run = traces.named(SpanNames.JOB_RUN).get(0);
     assertThat(run.traceId()).isEqualTo(traceId);
     assertThat(run.parentSpanId()).isEqualTo(submitSpan);
-    assertThat(run.attributes()).containsEntry(JobContext.SUBMISSION_ID_ATTRIBUTE, "job-ctx-abc123");
+    assertThat(run.attributes()).containsEntry(RavelAttributes.JOB_SUBMISSION_ID.getKey(), "job-ctx-abc123");
     assertThat(traces.named(SpanNames.GRPO_STEP).get(0).parentSpanId()).isEqualTo(run.spanId());
   }
 

@@ -4,26 +4,27 @@ import java.util.Locale;
 
 /**
  * A family of spans that is switched on or off as a whole. A span whose group is off is never created,
- * so it costs nothing.
+ * so it costs nothing. Which phase belongs to which group is said once, in
+ * {@link dev.ravel.telemetry.spans.Phase}.
  */
 public enum SpanGroup {
-  /** {@code rl.grpo.step}: the root of every step's trace. */
+  /** The root of every step's trace ({@code rl.grpo.step}). */
   STEP,
-  /** {@code rl.grpo.data_processing}. */
+  /** Data processing ({@link dev.ravel.telemetry.spans.Phase#DATA_PROCESSING}). */
   DATA,
-  /** {@code rl.grpo.refit} and the workers' weight updates. */
+  /** The refit phase and the workers' weight updates. */
   REFIT,
-  /** {@code rl.grpo.generation} and {@code rl.vllm.generate}. */
+  /** The generation phase and each generate call ({@code rl.vllm.generate}). */
   GENERATION,
-  /** {@code rl.grpo.reward_calculation}. */
+  /** The reward phase. */
   REWARD,
   /** Log-probs, advantages and policy training. */
   TRAINING,
-  /** {@code rl.grpo.checkpointing}. */
+  /** The checkpointing phase. */
   CHECKPOINT,
   /** The span each actor opens for a call it serves ({@code rl.worker.generate}, ...). */
   WORKER,
-  /** {@code rl.idle.*}: time spent waiting. */
+  /** Time spent waiting (the idle phases). */
   IDLE,
   /** Ray job submission and the job-level span. */
   JOB,

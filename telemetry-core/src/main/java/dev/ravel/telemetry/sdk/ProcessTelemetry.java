@@ -60,7 +60,7 @@ public final class ProcessTelemetry implements AutoCloseable {
     this.role = b.role;
     this.counters = new Counters();
     this.resource = Resource.getDefault().merge(Resource.create(Attributes.builder()
-        .put(AttributeKey.stringKey("service.name"), config.serviceName())
+        .put(RavelAttributes.SERVICE_NAME, config.serviceName())
         .put(RavelAttributes.RUN_ID, config.runId())
         .put(RavelAttributes.PROCESS_ROLE, role)
         .put(RavelAttributes.PROCESS_PID, ProcessHandle.current().pid())

@@ -2,11 +2,15 @@ package dev.ravel.telemetry.spans;
 
 import io.opentelemetry.api.common.AttributeKey;
 
-/** Every attribute key Ravel sets, in one place. */
+/**
+ * Every attribute key Ravel sets or reads on its own spans and resources, in one place (the engine's are in
+ * {@link EngineNames}). Written and read through these keys only.
+ */
 public final class RavelAttributes {
   private RavelAttributes() {}
 
   // resource
+  public static final AttributeKey<String> SERVICE_NAME = AttributeKey.stringKey("service.name");
   public static final AttributeKey<String> RUN_ID = AttributeKey.stringKey("rl.run.id");
   public static final AttributeKey<String> PROCESS_ROLE = AttributeKey.stringKey("rl.process.role");
   public static final AttributeKey<String> RAY_JOB_ID = AttributeKey.stringKey("ray.job.id");
@@ -17,6 +21,18 @@ public final class RavelAttributes {
   // actor calls
   public static final AttributeKey<String> ACTOR_ROLE = AttributeKey.stringKey("rl.actor.role");
   public static final AttributeKey<String> ACTOR_METHOD = AttributeKey.stringKey("rl.actor.method");
+
+  // phases
+  /** A phase span's goodput bucket: {@code productive}, {@code overhead}, {@code idle}, {@code wasted}. */
+  public static final AttributeKey<String> BUCKET = AttributeKey.stringKey("rl.bucket");
+
+  // jobs and the demo
+  /** The Ray job submission id, on the submitter's and the job's spans. */
+  public static final AttributeKey<String> JOB_SUBMISSION_ID = AttributeKey.stringKey("ray.job.submission_id");
+  /** The Ray dashboard a job was submitted to. */
+  public static final AttributeKey<String> RAY_DASHBOARD_URL = AttributeKey.stringKey("ray.dashboard.url");
+  /** How many relayed calls the demo made. */
+  public static final AttributeKey<Long> DEMO_CALLS = AttributeKey.longKey("rl.demo.calls");
 
   // steps and generation
   public static final AttributeKey<Long> STEP = AttributeKey.longKey("rl.step");

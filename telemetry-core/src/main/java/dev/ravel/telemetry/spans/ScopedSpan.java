@@ -1,5 +1,6 @@
 package dev.ravel.telemetry.spans;
 
+import dev.ravel.telemetry.context.SpanLink;
 import dev.ravel.telemetry.context.TraceCarrier;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.trace.Span;
@@ -26,34 +27,6 @@ public final class ScopedSpan implements AutoCloseable {
     this.recording = recording;
   }
 
-  public ScopedSpan set(String key, String value) {
-    if (recording && value != null) {
-      span.setAttribute(key, value);
-    }
-    return this;
-  }
-
-  public ScopedSpan set(String key, long value) {
-    if (recording) {
-      span.setAttribute(key, value);
-    }
-    return this;
-  }
-
-  public ScopedSpan set(String key, double value) {
-    if (recording) {
-      span.setAttribute(key, value);
-    }
-    return this;
-  }
-
-  public ScopedSpan set(String key, boolean value) {
-    if (recording) {
-      span.setAttribute(key, value);
-    }
-    return this;
-  }
-
   public ScopedSpan set(AttributeKey<Long> key, long value) {
     if (recording) {
       span.setAttribute(key, value);
@@ -68,12 +41,22 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
-  /** Links this span to another (for example, the rollout a training step consumed). */
+  /** Links this span to another (for example, the job run a step belongs to). */
   public ScopedSpan link(SpanContext other) {
     if (recording && other != null && other.isValid()) {
       span.addLink(other);
     }
     return this;
+  }
+
+  /** Links this span to one another process handed over (for example, the rollout a training step consumed). */
+  public ScopedSpan link(SpanLink other) {
+    return other == null ? this : link(other.spanContext());
+  }
+
+  /** A link to this span, for another process to link to; {@link SpanLink#NONE} when it is not recorded. */
+  public SpanLink asLink() {
+    return recording ? SpanLink.of(span.getSpanContext()) : SpanLink.NONE;
   }
 
   /** Adds an event. */

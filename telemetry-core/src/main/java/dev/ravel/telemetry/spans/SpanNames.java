@@ -1,6 +1,9 @@
 package dev.ravel.telemetry.spans;
 
-/** Every span name Ravel emits, in one place (see DESIGN.md, "Span placement"). */
+/**
+ * Every span name Ravel emits, in one place (see DESIGN.md, "Span placement"). The step's phases are opened
+ * through {@link Phase}, which names them from here.
+ */
 public final class SpanNames {
   private SpanNames() {}
 
@@ -14,6 +17,8 @@ public final class SpanNames {
   public static final String GRPO_ADVANTAGE = "rl.grpo.advantage_calculation";
   public static final String GRPO_TRAINING = "rl.grpo.policy_training";
   public static final String GRPO_CHECKPOINT = "rl.grpo.checkpointing";
+  /** The prefix of every idle span; time under one counts as idle in goodput. */
+  public static final String IDLE_PREFIX = "rl.idle.";
   public static final String IDLE_BUFFER_STARVATION = "rl.idle.buffer_starvation";
   public static final String IDLE_REFIT_BUBBLE = "rl.idle.refit_bubble";
   public static final String JOB_SUBMIT = "rl.job.submit";

@@ -16,7 +16,7 @@ import java.util.Set;
  * Starts Ravel's spans so that algorithm code stays one line per span:
  * <pre>{@code
  * try (var s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) { ... }
- * int n = spans.call(SpanGroup.REWARD, SpanNames.GRPO_REWARD, () -> score(batch)); // errors recorded
+ * double[] r = spans.call(Phase.REWARD, s -> score(batch)); // a phase: its group, name and rl.bucket; errors recorded
  * }</pre>
  * A span whose group is off is not created at all: {@link #start} returns a shared no-op and the current
  * context is left as it is, so spans below it nest under the nearest recording ancestor.
@@ -74,18 +74,43 @@ public final class Spans {
     return new ScopedSpan(span, base.with(span).makeCurrent(), true);
   }
 
+  /**
+   * Starts a step phase's span under the current span, with the phase's group and name and its
+   * {@link RavelAttributes#BUCKET}.
+   */
+  public ScopedSpan start(Phase phase) {
+    return start(phase, null);
+  }
+
+  /** Starts a step phase's span, as {@link #start(Phase)}, under {@code parent} (the current context when null). */
+  public ScopedSpan start(Phase phase, Context parent) {
+    return start(phase.group(), phase.spanName(), SpanKind.INTERNAL, parent)
+        .set(RavelAttributes.BUCKET, phase.bucket().value());
+  }
+
+  /** Runs {@code body} in a phase's span, as {@link #call(SpanGroup, String, Body)}. */
+  public <T, E extends Exception> T call(Phase phase, Body<T, E> body) throws E {
+    try (ScopedSpan s = start(phase)) {
+      return recorded(s, body);
+    }
+  }
+
   /** Runs {@code body} in a span: an exception is recorded, the status set to error, and rethrown. */
   public <T, E extends Exception> T call(SpanGroup group, String name, Body<T, E> body) throws E {
     try (ScopedSpan s = start(group, name)) {
-      try {
-        return body.run(s);
-      } catch (RuntimeException | Error e) {
-        s.error(e);
-        throw e;
-      } catch (Exception e) {
-        s.error(e);
-        throw e;
-      }
+      return recorded(s, body);
+    }
+  }
+
+  private static <T, E extends Exception> T recorded(ScopedSpan s, Body<T, E> body) throws E {
+    try {
+      return body.run(s);
+    } catch (RuntimeException | Error e) {
+      s.error(e);
+      throw e;
+    } catch (Exception e) {
+      s.error(e);
+      throw e;
     }
   }
 

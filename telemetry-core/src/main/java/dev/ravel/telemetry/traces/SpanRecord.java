@@ -1,5 +1,7 @@
 package dev.ravel.telemetry.traces;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
+import io.opentelemetry.api.common.AttributeKey;
 import java.util.List;
 import java.util.Map;
 
@@ -47,24 +49,38 @@ public record SpanRecord(
     return Math.max(0, endNanos - startNanos);
   }
 
+  /** The span's value of {@code key} as it was read back (a string, number or boolean), or null. */
+  public Object attribute(AttributeKey<?> key) {
+    return attributes.get(key.getKey());
+  }
+
+  /** The resource's value of {@code key} as it was read back, or null. */
+  public Object resourceAttribute(AttributeKey<?> key) {
+    return resource.get(key.getKey());
+  }
+
   /** The resource's {@code service.name}. */
   public String service() {
-    return String.valueOf(resource.getOrDefault("service.name", ""));
+    return text(resourceAttribute(RavelAttributes.SERVICE_NAME), "");
   }
 
   /** The resource's {@code rl.process.role}. */
   public String role() {
-    return String.valueOf(resource.getOrDefault("rl.process.role", ""));
+    return text(resourceAttribute(RavelAttributes.PROCESS_ROLE), "");
   }
 
   /** The resource's {@code rl.run.id}. */
   public String runId() {
-    return String.valueOf(resource.getOrDefault("rl.run.id", ""));
+    return text(resourceAttribute(RavelAttributes.RUN_ID), "");
   }
 
   /** The process that emitted the span: role and pid. */
   public String process() {
-    return role() + "/" + resource.getOrDefault("process.pid", "?");
+    return role() + "/" + text(resourceAttribute(RavelAttributes.PROCESS_PID), "?");
+  }
+
+  private static String text(Object value, String absent) {
+    return value == null ? absent : String.valueOf(value);
   }
 
   /** A span event. */

@@ -1,56 +1,52 @@
 package dev.ravel.telemetry.view;
 
+import dev.ravel.telemetry.spans.Bucket;
+import dev.ravel.telemetry.spans.Phase;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
+import java.util.stream.Collectors;
 
-/** Phase keys of a step's direct children, their canonical order, short labels and goodput classes. */
+/**
+ * The views' side of {@link Phase}: phase keys of a step's direct children, their order, short labels and
+ * goodput classes, all read from the one phase model.
+ */
 final class Phases {
   private Phases() {}
 
-  static final String DATA = "data_processing";
-  static final String REFIT = "refit";
-  static final String GENERATION = "generation";
-  static final String REWARD = "reward_calculation";
-  static final String LOGPROBS = "policy_and_reference_logprobs";
-  static final String ADVANTAGE = "advantage_calculation";
-  static final String TRAINING = "policy_training";
-  static final String CHECKPOINT = "checkpointing";
-  static final String IDLE_STARVATION = "idle.buffer_starvation";
-  static final String IDLE_BUBBLE = "idle.refit_bubble";
+  static final String DATA = Phase.DATA_PROCESSING.key();
+  static final String REFIT = Phase.REFIT.key();
+  static final String GENERATION = Phase.GENERATION.key();
+  static final String REWARD = Phase.REWARD.key();
+  static final String LOGPROBS = Phase.LOGPROBS.key();
+  static final String ADVANTAGE = Phase.ADVANTAGE.key();
+  static final String TRAINING = Phase.TRAINING.key();
+  static final String CHECKPOINT = Phase.CHECKPOINTING.key();
+  static final String IDLE_STARVATION = Phase.BUFFER_STARVATION.key();
+  static final String IDLE_BUBBLE = Phase.REFIT_BUBBLE.key();
 
-  /** Pipeline order; keys not listed sort after these, alphabetically. */
-  static final List<String> ORDER = List.of(DATA, REFIT, GENERATION, REWARD, LOGPROBS, ADVANTAGE, TRAINING,
-      CHECKPOINT, IDLE_STARVATION, IDLE_BUBBLE);
+  /** Pipeline order (the phase model's); keys not listed sort after these, alphabetically. */
+  static final List<String> ORDER = Arrays.stream(Phase.values()).map(Phase::key).toList();
 
   /** Phases whose time counts as productive in {@link Goodput}. */
-  static final Set<String> PRODUCTIVE = Set.of(GENERATION, REWARD, LOGPROBS, ADVANTAGE, TRAINING);
-
-  private static final Map<String, String> SHORT = Map.of(DATA, "data", REFIT, "refit", GENERATION, "gen",
-      REWARD, "reward", LOGPROBS, "logprobs", ADVANTAGE, "adv", TRAINING, "train", CHECKPOINT, "ckpt",
-      IDLE_STARVATION, "starved", IDLE_BUBBLE, "bubble");
+  static final Set<String> PRODUCTIVE = Arrays.stream(Phase.values()).filter(p -> p.bucket() == Bucket.PRODUCTIVE)
+      .map(Phase::key).collect(Collectors.toUnmodifiableSet());
 
   /** {@code rl.grpo.X} gives {@code X}, {@code rl.idle.X} gives {@code idle.X}, any other name stays as it is. */
   static String key(String spanName) {
-    if (spanName.startsWith("rl.grpo.")) {
-      return spanName.substring("rl.grpo.".length());
-    }
-    if (spanName.startsWith("rl.idle.")) {
-      return spanName.substring("rl.".length());
-    }
-    return spanName;
+    return Phase.keyOf(spanName);
   }
 
   /** Whether a span name is an idle span ({@code rl.idle.*}). */
   static boolean isIdle(String spanName) {
-    return spanName.startsWith("rl.idle.");
+    return Phase.isIdle(spanName);
   }
 
   /** A short label for a phase key, for one-line summaries. */
   static String label(String key) {
-    return SHORT.getOrDefault(key, key);
+    return Phase.ofKey(key).map(Phase::label).orElse(key);
   }
 
   static final Comparator<String> KEY_ORDER = Comparator.<String>comparingInt(k -> {

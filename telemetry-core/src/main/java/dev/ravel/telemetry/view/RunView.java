@@ -1,5 +1,7 @@
 package dev.ravel.telemetry.view;
 
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -28,7 +30,7 @@ import java.util.TreeSet;
  * }</pre>
  */
 public final class RunView {
-  static final String STEP_ROOT = "rl.grpo.step";
+  static final String STEP_ROOT = SpanNames.GRPO_STEP;
 
   /** Input order: trace, start, end, span id, name, source (so equal inputs in any order give equal views). */
   private static final Comparator<SpanRecord> CANONICAL = Comparator.comparing(SpanRecord::traceId)
@@ -130,7 +132,7 @@ public final class RunView {
   }
 
   private static long stepNumber(SpanRecord root) {
-    return StepView.number(root.attributes().get("rl.step")).orElse(-1);
+    return StepView.number(root.attribute(RavelAttributes.STEP)).orElse(-1);
   }
 
   private String reason(SpanRecord s) {

@@ -233,8 +233,8 @@ public final class StepView {
     long prodN = Intervals.unionLength(productive, idle) - idleN;
     long genN = Intervals.unionLength(generation, idle) - idleN;
     long wastedN = 0;
-    OptionalLong dropped = number(r.attributes().get(RavelAttributes.DROPPED_TRAJECTORIES.getKey()));
-    OptionalLong used = number(r.attributes().get(RavelAttributes.NUM_TRAJECTORIES.getKey()));
+    OptionalLong dropped = number(r.attribute(RavelAttributes.DROPPED_TRAJECTORIES));
+    OptionalLong used = number(r.attribute(RavelAttributes.NUM_TRAJECTORIES));
     if (dropped.isPresent() && used.isPresent()) {
       long d = Math.max(0, dropped.getAsLong());
       long u = Math.max(0, used.getAsLong());
@@ -288,7 +288,7 @@ public final class StepView {
 
   /** The root's {@code rl.mode} attribute ({@code sync}, {@code async}), empty when it has none. */
   public String mode() {
-    Object m = root.span().attributes().get("rl.mode");
+    Object m = root.span().attribute(RavelAttributes.ALGORITHM_MODE);
     return m == null ? "" : String.valueOf(m);
   }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.context.SpanLink;
 import dev.ravel.telemetry.context.TraceCarrier;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.trace.Span;
@@ -104,8 +105,9 @@ final class SpansTest {
   @Test
   void set_attributesAndEventsAreRecorded() {
     try (ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
-      s.set(RavelAttributes.STEP, 3L).set("rl.mode", "sync").set("k.double", 0.5).set("k.bool", true)
-          .set("k.long", 9L).set("k.null", (String) null).event("checkpoint");
+      s.set(RavelAttributes.STEP, 3L).set(RavelAttributes.ALGORITHM_MODE, "sync")
+          .set(AttributeKey.doubleKey("k.double"), 0.5).set(AttributeKey.booleanKey("k.bool"), true)
+          .set(AttributeKey.longKey("k.long"), 9L).set(AttributeKey.stringKey("k.null"), (String) null).event("checkpoint");
     }
 
     SpanData d = finished(SpanNames.GRPO_STEP);
@@ -127,7 +129,7 @@ final class SpansTest {
       assertThat(s.isRecording()).isFalse();
       assertThat(s.spanContext().isValid()).isFalse();
       assertThat(Context.current()).isSameAs(before);
-      s.set("k", "v").set(RavelAttributes.STEP, 1L).event("e").error(new IllegalStateException("x"))
+      s.set(AttributeKey.stringKey("k"), "v").set(RavelAttributes.STEP, 1L).event("e").error(new IllegalStateException("x"))
           .link(SpanContext.getInvalid());
     }
 
@@ -323,12 +325,77 @@ final class SpansTest {
     }
 
     try (ScopedSpan step = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
-      step.link(rollout).link(SpanContext.getInvalid()).link(null);
+      step.link(rollout).link(SpanContext.getInvalid()).link((SpanContext) null);
     }
 
     SpanData step = finished(SpanNames.GRPO_STEP);
     assertThat(step.getLinks()).hasSize(1);
     assertThat(step.getLinks().get(0).getSpanContext()).isEqualTo(rollout);
+  }
+
+  @Test
+  void link_spanLinkHandedOverBecomesALinkWithTheProducersIdsAndFlags() {
+    SpanLink producer;
+    try (ScopedSpan gen = spans.start(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE)) {
+      producer = gen.asLink();
+    }
+    SpanContext produced = finished(SpanNames.VLLM_GENERATE).getSpanContext();
+
+    try (ScopedSpan step = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
+      step.link(producer).link(SpanLink.NONE).link((SpanLink) null);
+    }
+
+    SpanData step = finished(SpanNames.GRPO_STEP);
+    assertThat(step.getLinks()).hasSize(1);
+    SpanContext linked = step.getLinks().get(0).getSpanContext();
+    assertThat(linked.getTraceId()).isEqualTo(produced.getTraceId());
+    assertThat(linked.getSpanId()).isEqualTo(produced.getSpanId());
+    assertThat(linked.getTraceFlags()).isEqualTo(produced.getTraceFlags());
+  }
+
+  @Test
+  void asLink_groupOffIsNone() {
+    try (ScopedSpan off = spans.start(SpanGroup.TRAINING, SpanNames.GRPO_TRAINING)) {
+      assertThat(off.asLink()).isEqualTo(SpanLink.NONE);
+      assertThat(off.asLink().isValid()).isFalse();
+    }
+  }
+
+  // ---------------------------------------------------------------- phases
+
+  @Test
+  void startPhase_groupOnNamesTheSpanAndWritesItsBucket() {
+    try (ScopedSpan s = spans.start(Phase.REWARD)) {
+      assertThat(s.isRecording()).isTrue();
+    }
+    try (ScopedSpan s = spans.start(Phase.GENERATION, Context.root())) {
+      assertThat(s.isRecording()).isTrue();
+    }
+
+    assertThat(finished(SpanNames.GRPO_REWARD).getAttributes().get(RavelAttributes.BUCKET)).isEqualTo("productive");
+    assertThat(finished(SpanNames.GRPO_GENERATION).getAttributes().get(RavelAttributes.BUCKET))
+        .isEqualTo("productive");
+  }
+
+  @Test
+  void startPhase_groupOffCreatesNothing() {
+    try (ScopedSpan s = spans.start(Phase.CHECKPOINTING)) {
+      assertThat(s.isRecording()).isFalse();
+    }
+
+    assertThat(exporter.getFinishedSpanItems()).isEmpty();
+  }
+
+  @Test
+  void callPhase_exceptionIsRecordedOnThePhaseSpanAndRethrown() {
+    Throwable thrown = catchThrowable(() -> spans.call(Phase.REWARD, s -> {
+      throw new IllegalStateException("reward service down");
+    }));
+
+    assertThat(thrown).isInstanceOf(IllegalStateException.class).hasMessage("reward service down");
+    SpanData d = finished(SpanNames.GRPO_REWARD);
+    assertThat(d.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+    assertThat(d.getAttributes().get(RavelAttributes.BUCKET)).isEqualTo("productive");
   }
 
   // ---------------------------------------------------------------- carrier

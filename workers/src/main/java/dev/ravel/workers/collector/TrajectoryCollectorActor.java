@@ -1,6 +1,8 @@
 package dev.ravel.workers.collector;
 
 import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.context.SpanLink;
+import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.telemetry.spans.SpanNames;
@@ -11,18 +13,15 @@ import dev.ravel.workers.buffer.Rollout;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.generation.GenerationWorker;
-import dev.ravel.workers.generation.GroupRequests;
+import dev.ravel.workers.generation.StepBatch;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.reward.RewardEnvironment;
 import dev.ravel.workers.task.ArithmeticTask;
-import dev.ravel.workers.task.Problem;
-import io.opentelemetry.api.trace.SpanContext;
 import io.opentelemetry.context.Context;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -165,65 +164,47 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
 
   /** One target step's groups, in a {@code rl.grpo.generation} span under the publishing step. */
   private void generateTarget(Target t) {
-    try (ScopedSpan s = spans().start(SpanGroup.GENERATION, SpanNames.GRPO_GENERATION, t.parent)) {
+    try (ScopedSpan s = spans().start(Phase.GENERATION, t.parent)) {
       s.set(RavelAttributes.GENERATION_MODE, "async")
           .set(RavelAttributes.WEIGHT_VERSION, t.version)
           .set(RavelAttributes.TARGET_WEIGHT_VERSION, t.step);
-      SplittableRandom rng = new SplittableRandom(spec.seed() * 1_000_003L + t.step);
-      List<Problem> problems = task.sample(spec.promptsPerStep(), rng);
+      StepBatch batch = StepBatch.plan(task, tokenizer, spec.promptsPerStep(), spec.groupSize(), spec.sampling(),
+          spec.seed(), t.step);
       Context here = Context.current();
-      List<List<Future<Generated>>> futures = new ArrayList<>();
-      int n = 0;
-      List<GenerationRequest> requests =
-          GroupRequests.of(problems, tokenizer, spec.groupSize(), spec.sampling(), t.step, rng);
-      for (int p = 0; p < problems.size(); p++) {
-        List<Future<Generated>> group = new ArrayList<>();
-        for (int g = 0; g < spec.groupSize(); g++) {
-          GenerationRequest req = requests.get(p * spec.groupSize() + g);
-          int worker = n++ % spec.workers().size();
-          group.add(calls.submit(here.wrap(() -> generateOne(req, worker, t.step))));
-        }
-        futures.add(group);
+      List<Future<Generated>> futures = new ArrayList<>();
+      for (int i = 0; i < batch.requests().size(); i++) {
+        GenerationRequest req = batch.requests().get(i);
+        int worker = i % spec.workers().size();
+        futures.add(calls.submit(here.wrap(() -> generateOne(req, worker, t.step))));
       }
-      List<Rollout> rollouts = new ArrayList<>();
-      List<Problem> flatProblems = new ArrayList<>();
-      List<int[]> flatCompletions = new ArrayList<>();
-      List<List<Generated>> done = new ArrayList<>();
-      for (int p = 0; p < futures.size(); p++) {
-        List<Generated> group = new ArrayList<>();
-        for (Future<Generated> f : futures.get(p)) {
-          try {
-            group.add(await(f));
-          } catch (RuntimeException e) {
-            futures.forEach(fs -> fs.forEach(x -> x.cancel(false))); // the target is lost: issue nothing more for it
-            throw e;
-          }
-        }
-        done.add(group);
-        for (Generated x : group) {
-          flatProblems.add(problems.get(p));
-          flatCompletions.add(x.result.completionTokens());
+      List<Generated> done = new ArrayList<>();
+      List<GenerationResult> results = new ArrayList<>();
+      for (Future<Generated> f : futures) {
+        try {
+          Generated g = await(f);
+          done.add(g);
+          results.add(g.result.requireSucceeded());
+        } catch (RuntimeException e) {
+          futures.forEach(x -> x.cancel(false)); // the target is lost: issue nothing more for it
+          throw e;
         }
       }
       rewardCalls.incrementAndGet();
-      double[] rewards = spec.reward().call(RewardEnvironment::score, flatProblems, flatCompletions).get();
-      int i = 0;
-      for (int p = 0; p < done.size(); p++) {
-        List<Trajectory> trajs = new ArrayList<>();
-        List<String> spanIds = new ArrayList<>();
+      double[] rewards = spec.reward().call(RewardEnvironment::score, batch.problemPerRequest(),
+          results.stream().map(GenerationResult::completionTokens).toList()).get();
+      List<Trajectory> made = batch.trajectories(results, rewards);
+      List<Rollout> rollouts = new ArrayList<>();
+      int g = spec.groupSize();
+      for (int p = 0; p < batch.problems().size(); p++) {
+        List<Generated> group = done.subList(p * g, (p + 1) * g);
         long oldest = Long.MAX_VALUE;
-        for (Generated x : done.get(p)) {
-          GenerationResult r = dev.ravel.workers.engine.FinishReason.ERROR == x.result.finishReason()
-              || dev.ravel.workers.engine.FinishReason.ABORT == x.result.finishReason()
-              ? failed(x.result) : x.result;
-          trajs.add(new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), rewards[i++],
-              r.weightVersion(), trajs.size()));
-          spanIds.add(x.generateSpan);
-          oldest = Math.min(oldest, Math.min(r.weightVersion(), x.versionAtCall));
+        for (Generated x : group) {
+          oldest = Math.min(oldest, Math.min(x.result.weightVersion(), x.versionAtCall));
         }
-        rollouts.add(new Rollout(problems.get(p), trajs, oldest, t.step, spanIds));
+        rollouts.add(new Rollout(batch.problems().get(p), made.subList(p * g, (p + 1) * g), oldest, t.step,
+            group.stream().map(Generated::generateSpan).toList()));
         groups.incrementAndGet();
-        trajectories.addAndGet(trajs.size());
+        trajectories.addAndGet(g);
       }
       bufferCalls.incrementAndGet();
       spec.buffer().call(ReplayBuffer::push, rollouts).get();
@@ -248,19 +229,13 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
           .set(RavelAttributes.TARGET_WEIGHT_VERSION, step);
       generateCalls.incrementAndGet();
       GenerationResult r = spec.workers().get(worker).call(GenerationWorker::generateAsync, req).get();
-      SpanContext sc = s.spanContext();
-      return new Generated(r, sc.isValid() ? sc.getTraceId() + ":" + sc.getSpanId() : "", v);
+      return new Generated(r, s.asLink(), v);
     } finally {
       synchronized (gate) {
         inFlight.decrementAndGet();
         gate.notifyAll();
       }
     }
-  }
-
-  private static GenerationResult failed(GenerationResult r) {
-    throw new IllegalStateException("generation of " + r.requestId() + " ended " + r.finishReason().wireName()
-        + (r.error() == null ? "" : ": " + r.error()));
   }
 
   private static Generated await(Future<Generated> f) {
@@ -277,5 +252,5 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
 
   private record Target(long step, long version, Context parent) {}
 
-  private record Generated(GenerationResult result, String generateSpan, long versionAtCall) {}
+  private record Generated(GenerationResult result, SpanLink generateSpan, long versionAtCall) {}
 }

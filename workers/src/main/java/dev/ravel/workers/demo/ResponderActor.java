@@ -1,5 +1,6 @@
 package dev.ravel.workers.demo;
 
+import dev.ravel.telemetry.spans.EngineNames;
 import dev.ravel.telemetry.config.ExporterKind;
 import dev.ravel.telemetry.otlp.OtlpSettings;
 import dev.ravel.telemetry.sdk.ProcessTelemetry;
@@ -59,7 +60,7 @@ public final class ResponderActor extends RavelActor implements Responder {
     }
     Span span = t.openTelemetry().getTracer("engine").spanBuilder(SpanNames.LLM_REQUEST)
         .setParent(Context.current()).setSpanKind(SpanKind.SERVER).startSpan();
-    span.setAttribute("gen_ai.request.id", Integer.toHexString(message.hashCode()));
+    span.setAttribute(EngineNames.REQUEST_ID, Integer.toHexString(message.hashCode()));
     span.end();
     t.flush(java.time.Duration.ofSeconds(5));
   }

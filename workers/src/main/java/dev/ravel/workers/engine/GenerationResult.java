@@ -85,6 +85,24 @@ public final class GenerationResult implements Serializable {
     return error;
   }
 
+  /** Whether the engine finished the request normally (not {@code error}, not {@code abort}). */
+  public boolean succeeded() {
+    return finishReason != FinishReason.ERROR && finishReason != FinishReason.ABORT;
+  }
+
+  /**
+   * This result, if it {@linkplain #succeeded() succeeded}.
+   *
+   * @throws IllegalStateException naming the request, how it ended and the engine's reason, otherwise
+   */
+  public GenerationResult requireSucceeded() {
+    if (!succeeded()) {
+      throw new IllegalStateException("generation of " + requestId + " ended " + finishReason.wireName()
+          + (error == null ? "" : ": " + error));
+    }
+    return this;
+  }
+
   @Override
   public String toString() {
     return "GenerationResult{" + requestId + ", " + finishReason.wireName() + ", completionTokens="

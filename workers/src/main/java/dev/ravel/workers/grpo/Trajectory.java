@@ -1,5 +1,6 @@
 package dev.ravel.workers.grpo;
 
+import dev.ravel.workers.engine.GenerationResult;
 import java.io.Serializable;
 import java.util.Arrays;
 import java.util.Objects;
@@ -53,6 +54,18 @@ public record Trajectory(String requestId, int[] prompt, int[] completion, float
     prompt = prompt.clone();
     completion = completion.clone();
     logprobs = logprobs.clone();
+  }
+
+  /**
+   * The trajectory of a finished generation: its request id, prompt, completion, behaviour log-probs and
+   * weight version, with the reward the task gave it.
+   *
+   * @throws IllegalStateException when the generation failed or was aborted (the engine's reason named)
+   */
+  public static Trajectory of(GenerationResult result, double reward, int groupIndex) {
+    GenerationResult r = result.requireSucceeded();
+    return new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), reward,
+        r.weightVersion(), groupIndex);
   }
 
   /** A copy of the prompt tokens. */

@@ -1,0 +1,153 @@
+package dev.ravel.driver.grpo;
+
+import dev.ravel.telemetry.context.SpanLink;
+import dev.ravel.telemetry.spans.Phase;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.workers.buffer.BufferBatch;
+import dev.ravel.workers.buffer.ReplayBuffer;
+import dev.ravel.workers.buffer.Rollout;
+import dev.ravel.workers.collector.CollectorStats;
+import dev.ravel.workers.collector.TrajectoryCollector;
+import dev.ravel.workers.grpo.Trajectory;
+import dev.ravel.workers.model.ModelWeights;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Asynchronous GRPO: the collector generates ahead. A step waits for its batch
+ * ({@code rl.idle.buffer_starvation}), links to the {@code rl.vllm.generate} spans that produced it, trains,
+ * then refits: pauses the collector ({@code rl.idle.refit_bubble}), updates the workers and publishes the
+ * new version, under which the collector's next generation nests.
+ */
+final class AsyncLoop {
+  /** The most producer spans one step links to. */
+  static final int MAX_LINKS = 128;
+  /** How long one take from the buffer waits before the loop checks the collector for a failure. */
+  private static final long TAKE_WAIT_MS = 2_000L;
+  /** How long a step waits for its batch in all. */
+  private static final long STARVATION_BOUND_NANOS = 600_000_000_000L;
+  /** How long the refit waits for the collector's in-flight calls to end. */
+  private static final long PAUSE_TIMEOUT_MS = 60_000L;
+
+  private final GrpoSettings settings;
+  private final GrpoActors actors;
+  private final TrainPhase trainPhase;
+  private final Steps steps;
+  private ModelWeights weights;
+  private CollectorStats collectorStats;
+
+  AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ModelWeights initial) {
+    this.settings = settings;
+    this.actors = actors;
+    this.trainPhase = trainPhase;
+    this.steps = steps;
+    this.weights = initial;
+  }
+
+  void run() {
+    try {
+      for (int step = 0; step < settings.steps(); step++) {
+        step(step);
+      }
+    } finally {
+      // also when a step failed: no more generate calls while the session flushes and closes
+      collectorStats = actors.collector.call(TrajectoryCollector::stop).get();
+    }
+  }
+
+  /** The collector's counters when the run ended (null before). */
+  CollectorStats collectorStats() {
+    return collectorStats;
+  }
+
+  private void step(int step) {
+    PhaseClock clock = steps.clock();
+    long calls = 0;
+    CollectorStats before = actors.collector.call(TrajectoryCollector::stats).get();
+    try (ScopedSpan s = steps.start(step, weights.version())) {
+      if (step == 0) {
+        long v = weights.version();
+        clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v).get());
+        calls++;
+      }
+      Gathered got = clock.time(Phase.BUFFER_STARVATION, () -> gather(step, before.failures()));
+      calls += got.calls;
+      link(s, got.rollouts);
+      List<Trajectory> batch = clock.time(Phase.DATA_PROCESSING, () -> flatten(got.rollouts));
+      TrainPhase.Trained t = trainPhase.train(clock, s, step, batch);
+      weights = t.weights();
+      calls += TrainPhase.RAY_CALLS;
+      if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
+        ModelWeights w = weights;
+        calls += clock.time(Phase.REFIT, () -> refit(w));
+      }
+      CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
+      long collectorCalls = (after.generateCalls() - before.generateCalls())
+          + (after.rewardCalls() - before.rewardCalls()) + (after.bufferCalls() - before.bufferCalls());
+      steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls);
+    }
+  }
+
+  /** Pauses the collector (the refit bubble), updates the workers and publishes the new version. */
+  private int refit(ModelWeights w) {
+    steps.spans().call(Phase.REFIT_BUBBLE, x -> actors.collector.call(TrajectoryCollector::pause, PAUSE_TIMEOUT_MS)
+        .get());
+    int calls = 1 + actors.refit(w);
+    actors.collector.call(TrajectoryCollector::publish, w.version()).get();
+    return calls + 1;
+  }
+
+  private record Gathered(List<Rollout> rollouts, int droppedTrajectories, long calls) {}
+
+  /**
+   * Takes this step's groups from the buffer in short waits, failing fast with the collector's error when
+   * it reports a failure instead of waiting out the whole starvation bound.
+   */
+  private Gathered gather(long step, long failuresBefore) {
+    long deadline = System.nanoTime() + STARVATION_BOUND_NANOS;
+    int wanted = settings.promptsPerStep();
+    List<Rollout> rollouts = new ArrayList<>();
+    int dropped = 0;
+    long calls = 0;
+    while (rollouts.size() < wanted) {
+      BufferBatch b = actors.buffer.call(ReplayBuffer::take, step, wanted - rollouts.size(), settings.maxAge(),
+          TAKE_WAIT_MS).get();
+      calls++;
+      rollouts.addAll(b.rollouts());
+      dropped += b.droppedTrajectories();
+      if (rollouts.size() >= wanted) {
+        break;
+      }
+      CollectorStats c = actors.collector.call(TrajectoryCollector::stats).get();
+      if (c.failures() > failuresBefore) {
+        throw new IllegalStateException("step " + step + ": the collector failed: " + c.lastError());
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("step " + step + ": only " + rollouts.size() + " of " + wanted
+            + " groups arrived within " + STARVATION_BOUND_NANOS / 1_000_000_000L + " s");
+      }
+    }
+    return new Gathered(rollouts, dropped, calls);
+  }
+
+  private static List<Trajectory> flatten(List<Rollout> rollouts) {
+    List<Trajectory> out = new ArrayList<>();
+    rollouts.forEach(r -> out.addAll(r.trajectories()));
+    return out;
+  }
+
+  /** Links the step to the {@code rl.vllm.generate} spans that produced its trajectories (at most 128). */
+  static void link(ScopedSpan step, List<Rollout> rollouts) {
+    Set<SpanLink> producers = new LinkedHashSet<>();
+    for (Rollout r : rollouts) {
+      for (SpanLink l : r.generateSpans()) {
+        if (l.isValid() && producers.size() < MAX_LINKS) {
+          producers.add(l);
+        }
+      }
+    }
+    producers.forEach(step::link);
+  }
+}

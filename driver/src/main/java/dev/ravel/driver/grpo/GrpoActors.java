@@ -1,0 +1,124 @@
+package dev.ravel.driver.grpo;
+
+import dev.ravel.driver.session.DriverSession;
+import dev.ravel.workers.actor.Payload;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.actor.RavelRef;
+import dev.ravel.workers.buffer.ReplayBuffer;
+import dev.ravel.workers.buffer.ReplayBufferActor;
+import dev.ravel.workers.collector.CollectorSpec;
+import dev.ravel.workers.collector.TrajectoryCollector;
+import dev.ravel.workers.collector.TrajectoryCollectorActor;
+import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.generation.GenerationWorkerActor;
+import dev.ravel.workers.generation.GenerationWorkerSpec;
+import dev.ravel.workers.grpo.GrpoConfig;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.reward.RewardEnvironmentActor;
+import dev.ravel.workers.trainer.PolicyTrainer;
+import dev.ravel.workers.trainer.PolicyTrainerActor;
+import dev.ravel.workers.trainer.TrainerSpec;
+import io.ray.api.ObjectRef;
+import io.ray.api.Ray;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A GRPO run's actors: generation workers, the reward environment and the policy trainer, and in async
+ * mode the replay buffer and the trajectory collector. Created together and awaited, so that start-up is
+ * not charged to the first step.
+ */
+final class GrpoActors {
+  /** Replay-buffer and collector calls served at once (takes, pushes and stats overlap). */
+  private static final int SERVICE_CONCURRENCY = 4;
+  /** The most generate calls a collector keeps in flight. */
+  private static final int MAX_COLLECTOR_IN_FLIGHT = 64;
+
+  final List<RavelActorHandle<GenerationWorker>> workers;
+  final RavelActorHandle<RewardEnvironment> reward;
+  final RavelActorHandle<PolicyTrainer> trainer;
+  /** Null in sync mode. */
+  final RavelActorHandle<ReplayBuffer> buffer;
+  /** Null in sync mode. */
+  final RavelActorHandle<TrajectoryCollector> collector;
+
+  private GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
+      RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
+      RavelActorHandle<TrajectoryCollector> collector) {
+    this.workers = List.copyOf(workers);
+    this.reward = reward;
+    this.trainer = trainer;
+    this.buffer = buffer;
+    this.collector = collector;
+  }
+
+  /** Creates every actor of a run that starts from {@code weights} and waits until each is up. */
+  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights weights, String modelName,
+      int eos) {
+    GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
+        modelName, eos, weights);
+    List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
+    for (int i = 0; i < settings.workers(); i++) {
+      workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
+          .maxConcurrency(settings.maxConcurrency()).remote());
+    }
+    RavelActorHandle<RewardEnvironment> reward =
+        session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).remote();
+    GrpoConfig grpo = settings.grpo();
+    RavelActorHandle<PolicyTrainer> trainer =
+        session.actor(PolicyTrainerActor::new, new TrainerSpec(weights, grpo), PolicyTrainer.class).remote();
+    RavelActorHandle<ReplayBuffer> buffer = null;
+    RavelActorHandle<TrajectoryCollector> collector = null;
+    if (settings.async()) {
+      buffer = session.actor(ReplayBufferActor::new, ReplayBuffer.class).maxConcurrency(SERVICE_CONCURRENCY).remote();
+      CollectorSpec cs = new CollectorSpec(workers, reward, buffer, settings.promptsPerStep(), settings.groupSize(),
+          settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
+          Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, settings.promptsPerStep() * settings.groupSize())));
+      collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
+          .maxConcurrency(SERVICE_CONCURRENCY).remote();
+    }
+    GrpoActors actors = new GrpoActors(workers, reward, trainer, buffer, collector);
+    actors.awaitReady();
+    return actors;
+  }
+
+  private void awaitReady() {
+    List<RavelRef<?>> ready = new ArrayList<>();
+    workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
+    ready.add(trainer.call(PolicyTrainer::weights));
+    ready.add(reward.call(RewardEnvironment::telemetryStats));
+    if (buffer != null) {
+      ready.add(buffer.call(ReplayBuffer::stats));
+      ready.add(collector.call(TrajectoryCollector::stats));
+    }
+    ready.forEach(RavelRef::get);
+  }
+
+  /**
+   * Puts the weights in the object store once, passes the reference to every generation worker and checks
+   * that each loaded that version. Returns the number of actor calls made.
+   */
+  int refit(ModelWeights w) {
+    ObjectRef<Payload<ModelWeights>> ref = Ray.put(Payload.of(w));
+    List<RavelRef<Long>> refs = new ArrayList<>();
+    for (RavelActorHandle<GenerationWorker> worker : workers) {
+      refs.add(worker.call(GenerationWorker::updateWeights, ref));
+    }
+    for (RavelRef<Long> r : refs) {
+      long v = r.get();
+      if (v != w.version()) {
+        throw new IllegalStateException("worker loaded weight version " + v + ", expected " + w.version());
+      }
+    }
+    return refs.size();
+  }
+
+  /** Each generation worker's engine counters. */
+  List<EngineStats> engineStats() {
+    List<RavelRef<EngineStats>> refs = new ArrayList<>();
+    workers.forEach(w -> refs.add(w.call(GenerationWorker::engineStats)));
+    return refs.stream().map(RavelRef::get).toList();
+  }
+}

@@ -1,0 +1,73 @@
+package dev.ravel.driver.grpo;
+
+import dev.ravel.driver.config.RunConfig;
+import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.grpo.GrpoConfig;
+
+/**
+ * A run's GRPO and generation settings, typed and read once from its {@link RunConfig} (which has validated
+ * them, naming any bad key).
+ *
+ * @param steps training steps
+ * @param promptsPerStep prompts (groups) per step
+ * @param groupSize completions per prompt (G)
+ * @param seed the run's seed, from which every step's batch and sampling seeds derive
+ * @param maxAge how many weight versions older than the step a trajectory may be (async)
+ * @param checkpointEvery save weights every this many steps (0: only after the last step)
+ * @param workers generation workers
+ * @param kvTokenBudget each engine's KV-cache budget in tokens
+ * @param maxRunningRequests each engine's running batch bound
+ * @param maxConcurrency calls a generation worker serves at once
+ * @param grpo the trainer's settings
+ * @param sampling the generation sampling settings (each request gets its own seed)
+ */
+record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
+    int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
+    GrpoConfig grpo, SamplingParams sampling) {
+
+  static GrpoSettings from(RunConfig config) {
+    int steps = config.integer("grpo.steps");
+    int prompts = config.integer("grpo.prompts_per_step");
+    int groupSize = config.integer("grpo.group_size");
+    long seed = config.longValue("run.seed");
+    double temperature = config.number("grpo.temperature");
+    double topP = config.number("grpo.top_p");
+    int maxNewTokens = config.integer("grpo.max_new_tokens");
+    GrpoConfig grpo = GrpoConfig.builder()
+        .groupSize(groupSize)
+        .promptsPerStep(prompts)
+        .clipEpsilon(config.number("grpo.clip_epsilon"))
+        .klBeta(config.number("grpo.kl_beta"))
+        .learningRate(config.number("grpo.learning_rate"))
+        .temperature(temperature)
+        .topP(topP)
+        .maxNewTokens(maxNewTokens)
+        .seed(seed)
+        .build();
+    SamplingParams sampling = SamplingParams.builder()
+        .maxTokens(maxNewTokens)
+        .temperature(temperature)
+        .topP(topP)
+        .seed(seed)
+        .build();
+    return new GrpoSettings(config.mode() == RunConfig.Mode.ASYNC, steps, prompts, groupSize, seed,
+        config.integer("grpo.max_trajectory_age_steps"), config.integer("grpo.checkpoint_every"),
+        config.integer("generation.workers"), config.integer("generation.kv_token_budget"),
+        config.integer("generation.max_running_requests"), config.integer("generation.max_concurrency"), grpo,
+        sampling);
+  }
+
+  String mode() {
+    return async ? RunConfig.Mode.ASYNC.configName() : RunConfig.Mode.SYNC.configName();
+  }
+
+  /** Whether weights are saved after step {@code step} (every {@link #checkpointEvery} steps, and the last). */
+  boolean checkpointAfter(int step) {
+    return (checkpointEvery > 0 && (step + 1) % checkpointEvery == 0) || step == steps - 1;
+  }
+
+  /** Whether {@code step} is the run's last. */
+  boolean isLast(int step) {
+    return step == steps - 1;
+  }
+}

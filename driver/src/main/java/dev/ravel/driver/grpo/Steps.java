@@ -1,0 +1,74 @@
+package dev.ravel.driver.grpo;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.spans.Phase;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.telemetry.spans.Spans;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.context.Context;
+import java.util.ArrayList;
+import java.util.List;
+
+/** What every step of either loop does around its phases: open its trace, then measure, record and report it. */
+final class Steps {
+  private final Spans spans;
+  private final SpanContext runContext;
+  private final StepListener listener;
+  private final GrpoSettings settings;
+  private final List<StepMetrics> history = new ArrayList<>();
+
+  /**
+   * @param runContext the span current when the run started (a submitted job's {@code rl.job.run}), which
+   *     each step links to; invalid when there is none
+   */
+  Steps(Spans spans, SpanContext runContext, StepListener listener, GrpoSettings settings) {
+    this.spans = spans;
+    this.runContext = runContext;
+    this.listener = listener;
+    this.settings = settings;
+  }
+
+  /**
+   * A step's root span: every step is its own trace, also inside a submitted job, whose {@code rl.job.run}
+   * span the step links to instead of nesting under it.
+   */
+  ScopedSpan start(int step, long weightVersion) {
+    ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP, Context.root()).link(runContext);
+    return s.set(RavelAttributes.STEP, (long) step).set(RavelAttributes.ALGORITHM_MODE, settings.mode())
+        .set(RavelAttributes.WEIGHT_VERSION, weightVersion);
+  }
+
+  /** A clock for one step's phases. */
+  PhaseClock clock() {
+    return new PhaseClock(spans);
+  }
+
+  Spans spans() {
+    return spans;
+  }
+
+  /**
+   * Ends a step's bookkeeping: its metrics (tokens per second of generation when the step generated, else of
+   * the whole step) on its span, in the history and to the listener.
+   */
+  StepMetrics finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls) {
+    double elapsed = clock.elapsed();
+    double gen = clock.seconds(Phase.GENERATION.progressLabel());
+    StepMetrics m = new StepMetrics(step, settings.mode(), t.rewardMean(), t.outcome().kl(), t.outcome().loss(),
+        t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
+        elapsed, clock.phases(), t.weights().version(), t.trajectories(), dropped, rayCalls,
+        s.spanContext().getTraceId());
+    s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
+        .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
+        .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge());
+    history.add(m);
+    listener.onStep(m, settings.steps());
+    return m;
+  }
+
+  List<StepMetrics> history() {
+    return List.copyOf(history);
+  }
+}

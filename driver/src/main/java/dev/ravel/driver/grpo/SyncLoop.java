@@ -1,0 +1,105 @@
+package dev.ravel.driver.grpo;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.spans.Phase;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.workers.actor.RavelRef;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.generation.StepBatch;
+import dev.ravel.workers.grpo.Trajectory;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.Tokenizer;
+import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.task.ArithmeticTask;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Synchronous GRPO: every step generates with the newest weights, then trains. Data processing, refit
+ * (weights put once, the reference passed to every worker), generation (one batched call per worker inside
+ * {@code rl.vllm.generate}), reward, then the shared {@link TrainPhase}.
+ */
+final class SyncLoop {
+  private final GrpoSettings settings;
+  private final GrpoActors actors;
+  private final TrainPhase trainPhase;
+  private final Steps steps;
+  private final ArithmeticTask task;
+  private final Tokenizer tokenizer;
+  private ModelWeights weights;
+
+  SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
+      Tokenizer tokenizer, ModelWeights initial) {
+    this.settings = settings;
+    this.actors = actors;
+    this.trainPhase = trainPhase;
+    this.steps = steps;
+    this.task = task;
+    this.tokenizer = tokenizer;
+    this.weights = initial;
+  }
+
+  void run() {
+    for (int step = 0; step < settings.steps(); step++) {
+      step(step);
+    }
+  }
+
+  private void step(int step) {
+    PhaseClock clock = steps.clock();
+    long calls = 0;
+    try (ScopedSpan s = steps.start(step, weights.version())) {
+      StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(task, tokenizer,
+          settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
+      if (step > 0) {
+        ModelWeights w = weights;
+        calls += clock.time(Phase.REFIT, () -> actors.refit(w));
+      }
+      List<GenerationResult> results = clock.time(Phase.GENERATION,
+          () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
+            g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, weights.version())
+                .set(RavelAttributes.NUM_REQUESTS, (long) batch.requests().size());
+            return generate(batch.requests());
+          }));
+      calls += Math.min(actors.workers.size(), batch.requests().size());
+      results.forEach(GenerationResult::requireSucceeded);
+      List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();
+      double[] rewards = clock.time(Phase.REWARD,
+          () -> actors.reward.call(RewardEnvironment::score, batch.problemPerRequest(), completions).get());
+      calls++;
+      List<Trajectory> trajectories = batch.trajectories(results, rewards);
+      TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
+      weights = t.weights();
+      steps.finish(s, step, t, clock, 0, calls + TrainPhase.RAY_CALLS);
+    }
+  }
+
+  /** One batched call per worker (requests dealt round-robin), results back in request order. */
+  private List<GenerationResult> generate(List<GenerationRequest> requests) {
+    int w = actors.workers.size();
+    List<List<GenerationRequest>> chunks = new ArrayList<>();
+    for (int i = 0; i < w; i++) {
+      chunks.add(new ArrayList<>());
+    }
+    for (int i = 0; i < requests.size(); i++) {
+      chunks.get(i % w).add(requests.get(i));
+    }
+    List<RavelRef<List<GenerationResult>>> refs = new ArrayList<>();
+    for (int i = 0; i < w; i++) {
+      if (!chunks.get(i).isEmpty()) {
+        refs.add(actors.workers.get(i).call(GenerationWorker::generate, chunks.get(i)));
+      }
+    }
+    List<List<GenerationResult>> parts = new ArrayList<>();
+    refs.forEach(r -> parts.add(r.get()));
+    List<GenerationResult> out = new ArrayList<>(requests.size());
+    for (int i = 0; i < requests.size(); i++) {
+      out.add(parts.get(i % w).get(i / w));
+    }
+    return out;
+  }
+}
