@@ -44,7 +44,7 @@ final class GrpoActors {
   /** Null in sync mode. */
   final RavelActorHandle<TrajectoryCollector> collector;
 
-  private GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
+  GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
       RavelActorHandle<TrajectoryCollector> collector) {
     this.workers = List.copyOf(workers);
