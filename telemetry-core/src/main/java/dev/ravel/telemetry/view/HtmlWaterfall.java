@@ -62,6 +62,9 @@ public final class HtmlWaterfall {
       "#b07aa1", Phases.TRAINING, "#f28e2b", Phases.CHECKPOINT, "#bab0ac", Phases.IDLE_STARVATION, "#d7d7d7",
       Phases.IDLE_BUBBLE, "#c2c2c2");
 
+  private static final Map<String, String> GOODPUT_COLOURS = Map.of("productive", "#59a14f", "overhead", "#edc948",
+      "idle", "#c8c8c8", "wasted", "#e15759");
+
   private static final String[] KINDS = {"unspecified", "internal", "server", "client", "producer", "consumer"};
 
   /** Creates a renderer (it keeps no state). */
@@ -76,15 +79,8 @@ public final class HtmlWaterfall {
    */
   public String render(StepView step, RunView run) {
     WaterfallAssets assets = WaterfallAssets.get();
+    WaterfallModel model = WaterfallModel.of(step);
     SpanRecord root = step.root().span();
-    Map<String, Integer> procIndex = new LinkedHashMap<>();
-    Map<String, String> procService = new LinkedHashMap<>();
-    for (SpanNode n : step.nodes()) {
-      procIndex.putIfAbsent(n.span().process(), procIndex.size());
-      procService.putIfAbsent(n.span().process(), n.span().service());
-    }
-    long t0 = step.traceStartNanos();
-    long ext = Math.max(1, step.traceDurationNanos());
 
     StringBuilder h = new StringBuilder(32 * 1024 + step.spanCount() * 600);
     String title = root.service() + ": " + root.name() + " step " + step.step();
@@ -126,42 +122,37 @@ public final class HtmlWaterfall {
     // phase split and goodput
     h.append("<section class=\"summary\">\n<div class=\"phases\"><div class=\"summary-title\">Phases</div>")
         .append("<div class=\"stack\">");
-    long d = Math.max(1, step.durationNanos());
     StringBuilder phaseLegend = new StringBuilder();
-    for (Map.Entry<String, Long> e : step.phaseNanos().entrySet()) {
-      double share = (double) e.getValue() / d;
-      String c = PHASE_COLOURS.getOrDefault(e.getKey(), "#ff9da7");
-      String label = Phases.label(e.getKey()) + " " + Fmt.percent(share) + " (" + Fmt.duration(e.getValue()) + ")";
-      h.append("<span class=\"phase-seg\" data-phase=\"").append(Fmt.html(e.getKey())).append("\" style=\"width:")
-          .append(pct(share)).append("%;background:").append(c).append("\" title=\"").append(Fmt.html(label))
+    for (WaterfallModel.Phase p : model.phases()) {
+      String c = PHASE_COLOURS.getOrDefault(p.key(), "#ff9da7");
+      String label = p.label() + " " + Fmt.percent(p.share()) + " (" + Fmt.duration(p.nanos()) + ")";
+      h.append("<span class=\"phase-seg\" data-phase=\"").append(Fmt.html(p.key())).append("\" style=\"width:")
+          .append(pct(p.share())).append("%;background:").append(c).append("\" title=\"").append(Fmt.html(label))
           .append("\"></span>");
       phaseLegend.append("<span class=\"stack-item\"><i style=\"background:").append(c).append("\"></i>")
           .append(Fmt.html(label)).append("</span> ");
     }
     h.append("</div><div class=\"stack-legend\">").append(phaseLegend).append("</div></div>\n");
-    Goodput gp = step.goodput();
     h.append("<div class=\"goodput\"><div class=\"summary-title\">Goodput</div><div class=\"stack\">");
     StringBuilder gpLegend = new StringBuilder();
-    String[][] gps = {{"productive", "#59a14f"}, {"overhead", "#edc948"}, {"idle", "#c8c8c8"}, {"wasted", "#e15759"}};
-    double[] gpv = {gp.productive(), gp.overhead(), gp.idle(), gp.wasted()};
-    for (int i = 0; i < gps.length; i++) {
-      h.append("<span class=\"goodput-seg\" data-class=\"").append(gps[i][0]).append("\" style=\"width:")
-          .append(pct(gpv[i])).append("%;background:").append(gps[i][1]).append("\" title=\"").append(gps[i][0])
-          .append(' ').append(Fmt.percent(gpv[i])).append("\"></span>");
-      gpLegend.append("<span class=\"stack-item\"><i style=\"background:").append(gps[i][1]).append("\"></i>")
-          .append(gps[i][0]).append(' ').append(Fmt.percent(gpv[i])).append("</span> ");
+    for (WaterfallModel.Slice g : model.goodput()) {
+      String c = GOODPUT_COLOURS.get(g.name());
+      h.append("<span class=\"goodput-seg\" data-class=\"").append(g.name()).append("\" style=\"width:")
+          .append(pct(g.share())).append("%;background:").append(c).append("\" title=\"").append(g.name())
+          .append(' ').append(Fmt.percent(g.share())).append("\"></span>");
+      gpLegend.append("<span class=\"stack-item\"><i style=\"background:").append(c).append("\"></i>")
+          .append(g.name()).append(' ').append(Fmt.percent(g.share())).append("</span> ");
     }
     h.append("</div><div class=\"stack-legend\">").append(gpLegend).append("</div></div>\n</section>\n");
 
     // legend and controls
     h.append("<ul class=\"legend\">\n");
-    for (Map.Entry<String, Integer> e : procIndex.entrySet()) {
-      String svc = procService.get(e.getKey());
-      h.append("<li class=\"legend-item\" data-process=\"").append(Fmt.html(e.getKey()))
-          .append("\"><span class=\"swatch\" style=\"background:").append(colour(e.getValue())).append("\"></span>")
-          .append(Fmt.html(e.getKey()));
-      if (!svc.isEmpty()) {
-        h.append(" <span class=\"legend-service\">(").append(Fmt.html(svc)).append(")</span>");
+    for (WaterfallModel.Process p : model.processes()) {
+      h.append("<li class=\"legend-item\" data-process=\"").append(Fmt.html(p.name()))
+          .append("\"><span class=\"swatch\" style=\"background:").append(colour(p.index())).append("\"></span>")
+          .append(Fmt.html(p.name()));
+      if (!p.service().isEmpty()) {
+        h.append(" <span class=\"legend-service\">(").append(Fmt.html(p.service())).append(")</span>");
       }
       h.append("</li>\n");
     }
@@ -173,17 +164,18 @@ public final class HtmlWaterfall {
     // waterfall
     h.append("<div class=\"waterfall\" id=\"waterfall\">\n<div class=\"ruler-row\"><div class=\"name-col\">")
         .append("Service &amp; Operation</div><div class=\"timeline-col ruler\">");
-    for (int i = 0; i <= 4; i++) {
-      String label = i == 0 ? "0" : Fmt.duration(Math.round(ext * (i / 4.0)));
-      if (i < 4) {
-        h.append("<span class=\"tick\" style=\"left:").append(i * 25).append("%\">").append(label).append("</span>");
+    List<String> ticks = model.tickLabels();
+    for (int i = 0; i < ticks.size(); i++) {
+      if (i < ticks.size() - 1) {
+        h.append("<span class=\"tick\" style=\"left:").append(i * 100 / (ticks.size() - 1)).append("%\">")
+            .append(ticks.get(i)).append("</span>");
       } else {
-        h.append("<span class=\"tick tick-last\" style=\"right:0\">").append(label).append("</span>");
+        h.append("<span class=\"tick tick-last\" style=\"right:0\">").append(ticks.get(i)).append("</span>");
       }
     }
     h.append("</div></div>\n");
-    for (SpanNode n : step.nodes()) {
-      row(h, n, procIndex, t0, ext);
+    for (WaterfallModel.Row r : model.rows()) {
+      row(h, r);
     }
     h.append("</div>\n");
 
@@ -191,7 +183,7 @@ public final class HtmlWaterfall {
     consumed(h, step);
 
     h.append("<script type=\"application/json\" id=\"trace-data\">")
-        .append(Fmt.scriptJson(json(step, run, procIndex, procService, t0)))
+        .append(Fmt.scriptJson(json(model, run)))
         .append("</script>\n<script>\n").append(assets.js()).append("</script>\n</body>\n</html>\n");
     return h.toString();
   }
@@ -201,10 +193,11 @@ public final class HtmlWaterfall {
         .append(mono ? " class=\"mono\"" : "").append('>').append(Fmt.html(value)).append("</dd></div>\n");
   }
 
-  private static void row(StringBuilder h, SpanNode n, Map<String, Integer> procIndex, long t0, long ext) {
+  private static void row(StringBuilder h, WaterfallModel.Row r) {
+    SpanNode n = r.node();
     SpanRecord s = n.span();
     String id = Fmt.html(s.spanId());
-    int proc = procIndex.getOrDefault(s.process(), 0);
+    int proc = r.processIndex();
     h.append("<div class=\"span-row");
     if (s.isError()) {
       h.append(" error");
@@ -232,10 +225,8 @@ public final class HtmlWaterfall {
           : s.statusMessage())).append("\">!</span>");
     }
     h.append("<span class=\"span-proc\">").append(Fmt.html(s.process())).append("</span></div>");
-    double left = 100.0 * (s.startNanos() - t0) / ext;
-    double width = 100.0 * s.durationNanos() / ext;
-    left = Math.max(0, Math.min(100, left));
-    width = Math.max(0, Math.min(100 - left, width));
+    double left = r.leftPercent();
+    double width = r.widthPercent();
     h.append("<div class=\"timeline-col\"><div class=\"bar\" style=\"left:").append(pct(left / 100))
         .append("%;width:").append(pct(width / 100)).append("%;background:").append(colour(proc))
         .append("\"></div><span class=\"dur-label");
@@ -295,8 +286,9 @@ public final class HtmlWaterfall {
 
   // ---------------------------------------------------------------- data
 
-  private static String json(StepView step, RunView run, Map<String, Integer> procIndex,
-      Map<String, String> procService, long t0) {
+  private static String json(WaterfallModel model, RunView run) {
+    StepView step = model.step();
+    long t0 = model.traceStartNanos();
     ObjectNode o = NODES.objectNode();
     o.put("runId", run == null ? "" : run.runId());
     o.put("traceId", step.traceId());
@@ -310,15 +302,16 @@ public final class HtmlWaterfall {
     o.put("spanCount", step.spanCount());
     o.put("errorCount", step.errorCount());
     ArrayNode procs = o.putArray("processes");
-    procIndex.forEach((p, i) -> procs.addObject().put("name", p).put("service", procService.get(p))
-        .put("color", colour(i)));
+    for (WaterfallModel.Process p : model.processes()) {
+      procs.addObject().put("name", p.name()).put("service", p.service()).put("color", colour(p.index()));
+    }
     ObjectNode phases = o.putObject("phaseNanos");
-    step.phaseNanos().forEach(phases::put);
-    Goodput gp = step.goodput();
-    o.putObject("goodput").put("productive", gp.productive()).put("overhead", gp.overhead()).put("idle", gp.idle())
-        .put("wasted", gp.wasted());
+    model.phases().forEach(p -> phases.put(p.key(), p.nanos()));
+    ObjectNode goodput = o.putObject("goodput");
+    model.goodput().forEach(g -> goodput.put(g.name(), g.share()));
     ArrayNode spans = o.putArray("spans");
-    for (SpanNode n : step.nodes()) {
+    for (WaterfallModel.Row r : model.rows()) {
+      SpanNode n = r.node();
       SpanRecord s = n.span();
       ObjectNode x = spans.addObject();
       x.put("id", s.spanId());
@@ -326,9 +319,9 @@ public final class HtmlWaterfall {
       x.put("name", s.name());
       x.put("service", s.service());
       x.put("process", s.process());
-      x.put("processIndex", procIndex.getOrDefault(s.process(), 0));
+      x.put("processIndex", r.processIndex());
       x.put("depth", n.depth());
-      x.put("startOffsetNanos", s.startNanos() - t0);
+      x.put("startOffsetNanos", r.startOffsetNanos());
       x.put("durationNanos", s.durationNanos());
       x.put("kind", s.kind());
       x.put("kindName", s.kind() >= 0 && s.kind() < KINDS.length ? KINDS[s.kind()] : Integer.toString(s.kind()));
