@@ -6,30 +6,25 @@ import dev.ravel.driver.grpo.RunSummary;
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
-import java.nio.file.Path;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Mixin;
 
 /** {@code ravel run <config.yaml> [section.key=value ...]}: a GRPO run on Ray. */
 @Command(name = "run", mixinStandardHelpOptions = true,
     description = "Run GRPO (sync or async) on Ray: on RAY_ADDRESS (or cluster.address) if set, else on a local"
         + " head on 127.0.0.1. Any config value can be overridden as section.key=value.")
 final class RunCommand implements Callable<Integer> {
-  @Parameters(index = "0", paramLabel = "CONFIG", description = "Run config (YAML).")
-  Path configFile;
-
-  @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "Overrides, e.g. grpo.steps=5.")
-  List<String> overrides = new ArrayList<>();
+  @Mixin
+  RunArgs args = new RunArgs();
 
   @Override
   public Integer call() {
-    RunConfig config = RunConfig.load(configFile, overrides, System.getenv());
+    RunConfig config = RunConfig.load(args.configFile, args.overrides, System.getenv());
     DriverSession.Builder b = DriverSession.builder(config.telemetry())
         .workerJvmOptions(List.of("-Xmx" + config.integer("cluster.worker_heap_mb") + "m", "-XX:+UseSerialGC"));
     if (!config.string("cluster.address").isEmpty()) {

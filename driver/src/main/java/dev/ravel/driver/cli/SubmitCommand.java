@@ -6,7 +6,6 @@ import dev.ravel.driver.jobs.JobStatus;
 import dev.ravel.driver.jobs.JobsClient;
 import dev.ravel.driver.jobs.RunSubmission;
 import java.io.PrintStream;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -195,16 +194,13 @@ final class SubmitCommand implements Callable<Integer> {
     @Mixin
     Options options = new Options();
 
-    @Parameters(index = "0", paramLabel = "CONFIG", description = "Run config (YAML).")
-    Path configFile;
-
-    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "Overrides, e.g. grpo.steps=5.")
-    List<String> overrides = new ArrayList<>();
+    @Mixin
+    RunArgs args = new RunArgs();
 
     @Override
     public Integer call() {
       Options o = options.orElse(parent.options);
-      RunSubmission.Builder b = RunSubmission.builder(configFile).overrides(overrides).env(System.getenv());
+      RunSubmission.Builder b = RunSubmission.builder(args.configFile).overrides(args.overrides).env(System.getenv());
       if (o.submissionId != null) {
         b.submissionId(o.submissionId);
       }

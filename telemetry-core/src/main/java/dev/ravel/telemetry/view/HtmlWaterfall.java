@@ -22,12 +22,13 @@ import java.util.TreeMap;
  * opens a panel with the span's attributes, resource, events and links as tables. The rollouts the step
  * consumed are listed last.
  *
- * <p>The page needs nothing from outside: CSS and JavaScript are inline, a Content-Security-Policy forbids any
- * network access, and the document is ASCII (other characters are escaped), so it displays the same whatever
- * encoding it is written in. The data is embedded as JSON in {@code <script type="application/json"
- * id="trace-data">} with {@code < > &} escaped as {@code \}{@code u003c ...}, so no span name or attribute can
- * close the script element; all text in the markup is HTML-escaped and the script only ever sets
- * {@code textContent}.
+ * <p>The page needs nothing from outside: CSS and JavaScript are inline (they are kept as the classpath
+ * resources {@code waterfall.css} and {@code waterfall.js} next to this class, read once; a missing one fails
+ * {@link #render} with an {@link IllegalStateException}), a Content-Security-Policy forbids any network
+ * access, and the document is ASCII (other characters are escaped), so it displays the same whatever encoding
+ * it is written in. The data is embedded as JSON in {@code <script type="application/json" id="trace-data">}
+ * with {@code < > &} escaped as {@code \}{@code u003c ...}, so no span name or attribute can close the script
+ * element; all text in the markup is HTML-escaped and the script only ever sets {@code textContent}.
  *
  * <p>DOM hooks (stable, for tests and tools):
  * <ul>
@@ -61,6 +62,9 @@ public final class HtmlWaterfall {
       "#b07aa1", Phases.TRAINING, "#f28e2b", Phases.CHECKPOINT, "#bab0ac", Phases.IDLE_STARVATION, "#d7d7d7",
       Phases.IDLE_BUBBLE, "#c2c2c2");
 
+  private static final Map<String, String> GOODPUT_COLOURS = Map.of("productive", "#59a14f", "overhead", "#edc948",
+      "idle", "#c8c8c8", "wasted", "#e15759");
+
   private static final String[] KINDS = {"unspecified", "internal", "server", "client", "producer", "consumer"};
 
   /** Creates a renderer (it keeps no state). */
@@ -74,15 +78,9 @@ public final class HtmlWaterfall {
    *     unconnected spans; may be null
    */
   public String render(StepView step, RunView run) {
+    WaterfallAssets assets = WaterfallAssets.get();
+    WaterfallModel model = WaterfallModel.of(step);
     SpanRecord root = step.root().span();
-    Map<String, Integer> procIndex = new LinkedHashMap<>();
-    Map<String, String> procService = new LinkedHashMap<>();
-    for (SpanNode n : step.nodes()) {
-      procIndex.putIfAbsent(n.span().process(), procIndex.size());
-      procService.putIfAbsent(n.span().process(), n.span().service());
-    }
-    long t0 = step.traceStartNanos();
-    long ext = Math.max(1, step.traceDurationNanos());
 
     StringBuilder h = new StringBuilder(32 * 1024 + step.spanCount() * 600);
     String title = root.service() + ": " + root.name() + " step " + step.step();
@@ -91,7 +89,8 @@ public final class HtmlWaterfall {
         .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n")
         .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
         .append("<link rel=\"icon\" href=\"data:,\">\n")
-        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n").append(CSS).append("</style>\n")
+        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n").append(assets.css())
+        .append("</style>\n")
         .append("</head>\n<body class=\"cp-on\">\n");
 
     // header
@@ -123,42 +122,37 @@ public final class HtmlWaterfall {
     // phase split and goodput
     h.append("<section class=\"summary\">\n<div class=\"phases\"><div class=\"summary-title\">Phases</div>")
         .append("<div class=\"stack\">");
-    long d = Math.max(1, step.durationNanos());
     StringBuilder phaseLegend = new StringBuilder();
-    for (Map.Entry<String, Long> e : step.phaseNanos().entrySet()) {
-      double share = (double) e.getValue() / d;
-      String c = PHASE_COLOURS.getOrDefault(e.getKey(), "#ff9da7");
-      String label = Phases.label(e.getKey()) + " " + Fmt.percent(share) + " (" + Fmt.duration(e.getValue()) + ")";
-      h.append("<span class=\"phase-seg\" data-phase=\"").append(Fmt.html(e.getKey())).append("\" style=\"width:")
-          .append(pct(share)).append("%;background:").append(c).append("\" title=\"").append(Fmt.html(label))
+    for (WaterfallModel.Phase p : model.phases()) {
+      String c = PHASE_COLOURS.getOrDefault(p.key(), "#ff9da7");
+      String label = p.label() + " " + Fmt.percent(p.share()) + " (" + Fmt.duration(p.nanos()) + ")";
+      h.append("<span class=\"phase-seg\" data-phase=\"").append(Fmt.html(p.key())).append("\" style=\"width:")
+          .append(pct(p.share())).append("%;background:").append(c).append("\" title=\"").append(Fmt.html(label))
           .append("\"></span>");
       phaseLegend.append("<span class=\"stack-item\"><i style=\"background:").append(c).append("\"></i>")
           .append(Fmt.html(label)).append("</span> ");
     }
     h.append("</div><div class=\"stack-legend\">").append(phaseLegend).append("</div></div>\n");
-    Goodput gp = step.goodput();
     h.append("<div class=\"goodput\"><div class=\"summary-title\">Goodput</div><div class=\"stack\">");
     StringBuilder gpLegend = new StringBuilder();
-    String[][] gps = {{"productive", "#59a14f"}, {"overhead", "#edc948"}, {"idle", "#c8c8c8"}, {"wasted", "#e15759"}};
-    double[] gpv = {gp.productive(), gp.overhead(), gp.idle(), gp.wasted()};
-    for (int i = 0; i < gps.length; i++) {
-      h.append("<span class=\"goodput-seg\" data-class=\"").append(gps[i][0]).append("\" style=\"width:")
-          .append(pct(gpv[i])).append("%;background:").append(gps[i][1]).append("\" title=\"").append(gps[i][0])
-          .append(' ').append(Fmt.percent(gpv[i])).append("\"></span>");
-      gpLegend.append("<span class=\"stack-item\"><i style=\"background:").append(gps[i][1]).append("\"></i>")
-          .append(gps[i][0]).append(' ').append(Fmt.percent(gpv[i])).append("</span> ");
+    for (WaterfallModel.Slice g : model.goodput()) {
+      String c = GOODPUT_COLOURS.get(g.name());
+      h.append("<span class=\"goodput-seg\" data-class=\"").append(g.name()).append("\" style=\"width:")
+          .append(pct(g.share())).append("%;background:").append(c).append("\" title=\"").append(g.name())
+          .append(' ').append(Fmt.percent(g.share())).append("\"></span>");
+      gpLegend.append("<span class=\"stack-item\"><i style=\"background:").append(c).append("\"></i>")
+          .append(g.name()).append(' ').append(Fmt.percent(g.share())).append("</span> ");
     }
     h.append("</div><div class=\"stack-legend\">").append(gpLegend).append("</div></div>\n</section>\n");
 
     // legend and controls
     h.append("<ul class=\"legend\">\n");
-    for (Map.Entry<String, Integer> e : procIndex.entrySet()) {
-      String svc = procService.get(e.getKey());
-      h.append("<li class=\"legend-item\" data-process=\"").append(Fmt.html(e.getKey()))
-          .append("\"><span class=\"swatch\" style=\"background:").append(colour(e.getValue())).append("\"></span>")
-          .append(Fmt.html(e.getKey()));
-      if (!svc.isEmpty()) {
-        h.append(" <span class=\"legend-service\">(").append(Fmt.html(svc)).append(")</span>");
+    for (WaterfallModel.Process p : model.processes()) {
+      h.append("<li class=\"legend-item\" data-process=\"").append(Fmt.html(p.name()))
+          .append("\"><span class=\"swatch\" style=\"background:").append(colour(p.index())).append("\"></span>")
+          .append(Fmt.html(p.name()));
+      if (!p.service().isEmpty()) {
+        h.append(" <span class=\"legend-service\">(").append(Fmt.html(p.service())).append(")</span>");
       }
       h.append("</li>\n");
     }
@@ -170,17 +164,18 @@ public final class HtmlWaterfall {
     // waterfall
     h.append("<div class=\"waterfall\" id=\"waterfall\">\n<div class=\"ruler-row\"><div class=\"name-col\">")
         .append("Service &amp; Operation</div><div class=\"timeline-col ruler\">");
-    for (int i = 0; i <= 4; i++) {
-      String label = i == 0 ? "0" : Fmt.duration(Math.round(ext * (i / 4.0)));
-      if (i < 4) {
-        h.append("<span class=\"tick\" style=\"left:").append(i * 25).append("%\">").append(label).append("</span>");
+    List<String> ticks = model.tickLabels();
+    for (int i = 0; i < ticks.size(); i++) {
+      if (i < ticks.size() - 1) {
+        h.append("<span class=\"tick\" style=\"left:").append(i * 100 / (ticks.size() - 1)).append("%\">")
+            .append(ticks.get(i)).append("</span>");
       } else {
-        h.append("<span class=\"tick tick-last\" style=\"right:0\">").append(label).append("</span>");
+        h.append("<span class=\"tick tick-last\" style=\"right:0\">").append(ticks.get(i)).append("</span>");
       }
     }
     h.append("</div></div>\n");
-    for (SpanNode n : step.nodes()) {
-      row(h, n, procIndex, t0, ext);
+    for (WaterfallModel.Row r : model.rows()) {
+      row(h, r);
     }
     h.append("</div>\n");
 
@@ -188,8 +183,8 @@ public final class HtmlWaterfall {
     consumed(h, step);
 
     h.append("<script type=\"application/json\" id=\"trace-data\">")
-        .append(Fmt.scriptJson(json(step, run, procIndex, procService, t0)))
-        .append("</script>\n<script>\n").append(JS).append("</script>\n</body>\n</html>\n");
+        .append(Fmt.scriptJson(json(model, run)))
+        .append("</script>\n<script>\n").append(assets.js()).append("</script>\n</body>\n</html>\n");
     return h.toString();
   }
 
@@ -198,10 +193,11 @@ public final class HtmlWaterfall {
         .append(mono ? " class=\"mono\"" : "").append('>').append(Fmt.html(value)).append("</dd></div>\n");
   }
 
-  private static void row(StringBuilder h, SpanNode n, Map<String, Integer> procIndex, long t0, long ext) {
+  private static void row(StringBuilder h, WaterfallModel.Row r) {
+    SpanNode n = r.node();
     SpanRecord s = n.span();
     String id = Fmt.html(s.spanId());
-    int proc = procIndex.getOrDefault(s.process(), 0);
+    int proc = r.processIndex();
     h.append("<div class=\"span-row");
     if (s.isError()) {
       h.append(" error");
@@ -229,10 +225,8 @@ public final class HtmlWaterfall {
           : s.statusMessage())).append("\">!</span>");
     }
     h.append("<span class=\"span-proc\">").append(Fmt.html(s.process())).append("</span></div>");
-    double left = 100.0 * (s.startNanos() - t0) / ext;
-    double width = 100.0 * s.durationNanos() / ext;
-    left = Math.max(0, Math.min(100, left));
-    width = Math.max(0, Math.min(100 - left, width));
+    double left = r.leftPercent();
+    double width = r.widthPercent();
     h.append("<div class=\"timeline-col\"><div class=\"bar\" style=\"left:").append(pct(left / 100))
         .append("%;width:").append(pct(width / 100)).append("%;background:").append(colour(proc))
         .append("\"></div><span class=\"dur-label");
@@ -292,8 +286,9 @@ public final class HtmlWaterfall {
 
   // ---------------------------------------------------------------- data
 
-  private static String json(StepView step, RunView run, Map<String, Integer> procIndex,
-      Map<String, String> procService, long t0) {
+  private static String json(WaterfallModel model, RunView run) {
+    StepView step = model.step();
+    long t0 = model.traceStartNanos();
     ObjectNode o = NODES.objectNode();
     o.put("runId", run == null ? "" : run.runId());
     o.put("traceId", step.traceId());
@@ -307,15 +302,16 @@ public final class HtmlWaterfall {
     o.put("spanCount", step.spanCount());
     o.put("errorCount", step.errorCount());
     ArrayNode procs = o.putArray("processes");
-    procIndex.forEach((p, i) -> procs.addObject().put("name", p).put("service", procService.get(p))
-        .put("color", colour(i)));
+    for (WaterfallModel.Process p : model.processes()) {
+      procs.addObject().put("name", p.name()).put("service", p.service()).put("color", colour(p.index()));
+    }
     ObjectNode phases = o.putObject("phaseNanos");
-    step.phaseNanos().forEach(phases::put);
-    Goodput gp = step.goodput();
-    o.putObject("goodput").put("productive", gp.productive()).put("overhead", gp.overhead()).put("idle", gp.idle())
-        .put("wasted", gp.wasted());
+    model.phases().forEach(p -> phases.put(p.key(), p.nanos()));
+    ObjectNode goodput = o.putObject("goodput");
+    model.goodput().forEach(g -> goodput.put(g.name(), g.share()));
     ArrayNode spans = o.putArray("spans");
-    for (SpanNode n : step.nodes()) {
+    for (WaterfallModel.Row r : model.rows()) {
+      SpanNode n = r.node();
       SpanRecord s = n.span();
       ObjectNode x = spans.addObject();
       x.put("id", s.spanId());
@@ -323,9 +319,9 @@ public final class HtmlWaterfall {
       x.put("name", s.name());
       x.put("service", s.service());
       x.put("process", s.process());
-      x.put("processIndex", procIndex.getOrDefault(s.process(), 0));
+      x.put("processIndex", r.processIndex());
       x.put("depth", n.depth());
-      x.put("startOffsetNanos", s.startNanos() - t0);
+      x.put("startOffsetNanos", r.startOffsetNanos());
       x.put("durationNanos", s.durationNanos());
       x.put("kind", s.kind());
       x.put("kindName", s.kind() >= 0 && s.kind() < KINDS.length ? KINDS[s.kind()] : Integer.toString(s.kind()));
@@ -420,247 +416,4 @@ public final class HtmlWaterfall {
     m.forEach((k, x) -> out.put(String.valueOf(k), x));
     return out;
   }
-
-  // ---------------------------------------------------------------- page assets
-
-  private static final String CSS = """
-      *{box-sizing:border-box}
-      [hidden]{display:none !important}
-      body{margin:0;font:13px/1.4 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#222;background:#fff}
-      .mono,.kv td{font-family:SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
-      .trace-header{padding:12px 16px;border-bottom:1px solid #ddd;background:#fafafa}
-      .trace-header h1{margin:0 0 8px;font-size:18px;font-weight:600}
-      .step-badge{font-size:12px;font-weight:400;background:#e4ebf5;color:#334;border-radius:3px;padding:2px 6px;
-        margin-left:10px;vertical-align:2px}
-      .trace-meta{display:flex;flex-wrap:wrap;gap:4px 22px;margin:0}
-      .meta-item{display:flex;gap:6px}
-      .meta-item dt{color:#666}
-      .meta-item dd{margin:0;font-weight:600}
-      .summary{display:flex;flex-wrap:wrap;gap:8px 40px;padding:8px 16px;border-bottom:1px solid #eee}
-      .summary-title{font-weight:600;margin-bottom:3px}
-      .stack{display:flex;width:360px;max-width:90vw;height:12px;border-radius:2px;overflow:hidden;background:#eee}
-      .stack span{display:block;height:100%}
-      .stack-legend{font-size:12px;color:#444;margin-top:4px;max-width:520px}
-      .stack-item{white-space:nowrap;margin-right:10px}
-      .stack-item i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px}
-      .legend{list-style:none;margin:0;padding:8px 16px;display:flex;flex-wrap:wrap;gap:4px 18px;
-        border-bottom:1px solid #eee}
-      .legend-service{color:#777}
-      .swatch{display:inline-block;flex:0 0 10px;width:10px;height:10px;border-radius:2px;margin-right:5px;
-        vertical-align:-1px}
-      .controls{display:flex;flex-wrap:wrap;gap:12px;align-items:center;padding:6px 16px;border-bottom:1px solid #ddd}
-      .controls button{font:inherit;padding:2px 10px;cursor:pointer}
-      .hint{color:#888;font-size:12px}
-      .waterfall{font-size:12px}
-      .ruler-row,.span-row{display:flex;align-items:stretch;border-bottom:1px solid #f0f0f0}
-      .ruler-row{position:sticky;top:0;z-index:2;height:26px;background:#f5f5f5;border-bottom:1px solid #ccc;
-        font-weight:600}
-      .name-col{flex:0 0 30%;max-width:30%;display:flex;align-items:center;gap:2px;padding:3px 8px;
-        white-space:nowrap;overflow:hidden;border-right:1px solid #ddd}
-      .timeline-col{flex:1 1 auto;position:relative;min-height:24px;
-        background-image:linear-gradient(to right,#ececec 1px,transparent 1px);background-size:25% 100%}
-      .ruler .tick{position:absolute;top:5px;padding:0 4px;border-left:1px solid #999;font-weight:400;color:#555;
-        font-size:11px}
-      .ruler .tick-last{border-left:none;border-right:1px solid #999}
-      .span-row{cursor:pointer}
-      .span-row:hover{background:#f3f7fd}
-      .span-row.open{background:#e9f0fb}
-      .span-row:focus{outline:1px dotted #36c;outline-offset:-1px}
-      .toggle{flex:0 0 16px;width:16px;border:none;background:none;padding:0;font-size:12px;color:#555;
-        cursor:pointer}
-      .toggle-spacer{flex:0 0 16px;width:16px;display:inline-block}
-      .span-name{overflow:hidden;text-overflow:ellipsis}
-      .span-proc{color:#888;margin-left:8px;overflow:hidden;text-overflow:ellipsis}
-      .err-icon{color:#fff;background:#d32f2f;border-radius:8px;font-size:10px;font-weight:700;padding:0 5px;
-        margin-left:5px}
-      .error .span-name{color:#c62828;font-weight:600}
-      .bar{position:absolute;top:6px;height:12px;min-width:2px;border-radius:2px}
-      .error .bar{background:#e53935 !important}
-      .cp-on .on-critical-path .bar::after{content:"";position:absolute;left:0;right:0;top:5px;height:2px;
-        background:#111}
-      .cp-on .on-critical-path .span-name{font-weight:600}
-      .dur-label{position:absolute;top:4px;font-size:11px;color:#555;white-space:nowrap}
-      .dur-label.inside{color:#111;text-shadow:0 0 2px #fff}
-      .span-detail{padding:8px 16px 12px 32px;background:#fbfbfb;border-bottom:1px solid #ccc;
-        box-shadow:inset 0 2px 3px rgba(0,0,0,.06)}
-      .detail-summary{display:flex;flex-wrap:wrap;gap:2px 18px;margin:0 0 6px}
-      .detail-summary div{display:flex;gap:5px}
-      .detail-summary dt{color:#666}
-      .detail-summary dd{margin:0;font-weight:600}
-      .detail-title{margin:10px 0 4px;font-size:12px}
-      .kv{border-collapse:collapse;width:100%;max-width:1200px;font-size:12px}
-      .kv th{text-align:left;background:#f1f1f1;border:1px solid #e0e0e0;padding:2px 6px}
-      .kv td{border:1px solid #e6e6e6;padding:2px 6px;vertical-align:top;word-break:break-all}
-      .attr-key,.resource-key{color:#555;width:30%}
-      .empty{color:#888;margin:2px 0}
-      .consumed-rollouts{padding:8px 16px 24px}
-      .consumed-rollouts h2{font-size:15px;margin:8px 0}
-      .consumed-rollout.missing td{color:#c62828}
-      """;
-
-  private static final String JS = """
-      (function () {
-        'use strict';
-        var DOWN = String.fromCharCode(0x25BE);
-        var RIGHT = String.fromCharCode(0x25B8);
-        var dataEl = document.getElementById('trace-data');
-        var data = JSON.parse(dataEl.textContent);
-        var spansById = Object.create(null);
-        data.spans.forEach(function (s) { spansById[s.id] = s; });
-        var waterfall = document.getElementById('waterfall');
-        var rows = Array.prototype.slice.call(waterfall.querySelectorAll('.span-row'));
-
-        function two(x) { return x < 10 ? '0' + x : String(x); }
-        function dec(x) { return x < 9.995 ? x.toFixed(2) : (x < 99.95 ? x.toFixed(1) : x.toFixed(0)); }
-        function fmtDur(ns) {
-          if (ns < 0) { return '-' + fmtDur(-ns); }
-          if (ns < 1e3) { return Math.round(ns) + 'ns'; }
-          if (ns < 1e6) { return dec(ns / 1e3) + 'us'; }
-          if (ns < 1e9) { return dec(ns / 1e6) + 'ms'; }
-          if (ns < 6e10) { return dec(ns / 1e9) + 's'; }
-          var s = Math.floor(ns / 1e9);
-          if (s < 3600) { return Math.floor(s / 60) + 'm' + two(s % 60) + 's'; }
-          return Math.floor(s / 3600) + 'h' + two(Math.floor((s % 3600) / 60)) + 'm';
-        }
-        function text(v) { return typeof v === 'string' ? v : JSON.stringify(v); }
-        function el(tag, cls, txt) {
-          var e = document.createElement(tag);
-          if (cls) { e.className = cls; }
-          if (txt !== undefined && txt !== null) { e.textContent = String(txt); }
-          return e;
-        }
-        function pairsText(pairs) {
-          return pairs.map(function (p) { return p[0] + '=' + text(p[1]); }).join(', ');
-        }
-        function kvTable(pairs, keyCls, valCls) {
-          if (!pairs.length) { return el('p', 'empty', 'none'); }
-          var table = el('table', 'kv');
-          var body = el('tbody');
-          pairs.forEach(function (p) {
-            var tr = el('tr');
-            tr.appendChild(el('td', keyCls, p[0]));
-            tr.appendChild(el('td', valCls, text(p[1])));
-            body.appendChild(tr);
-          });
-          table.appendChild(body);
-          return table;
-        }
-        function grid(head, items, rowCls, cells) {
-          if (!items.length) { return el('p', 'empty', 'none'); }
-          var table = el('table', 'kv');
-          var thead = el('thead');
-          var hr = el('tr');
-          head.forEach(function (h) { hr.appendChild(el('th', null, h)); });
-          thead.appendChild(hr);
-          table.appendChild(thead);
-          var body = el('tbody');
-          items.forEach(function (item) {
-            var tr = el('tr', rowCls);
-            cells(item).forEach(function (c) { tr.appendChild(el('td', c[0], c[1])); });
-            body.appendChild(tr);
-          });
-          table.appendChild(body);
-          return table;
-        }
-        function section(panel, title, content) {
-          panel.appendChild(el('h4', 'detail-title', title));
-          panel.appendChild(content);
-        }
-        function buildDetail(panel, s) {
-          var summary = el('dl', 'detail-summary');
-          [['Service', s.service], ['Process', s.process], ['Duration', fmtDur(s.durationNanos)],
-            ['Start', '+' + fmtDur(s.startOffsetNanos)], ['Span ID', s.id], ['Parent ID', s.parentId || '(root)'],
-            ['Kind', s.kindName], ['Status', s.status + (s.statusMessage ? ': ' + s.statusMessage : '')],
-            ['Critical path', s.criticalPath ? 'yes' : 'no']].forEach(function (kv) {
-            var d = el('div');
-            d.appendChild(el('dt', null, kv[0]));
-            d.appendChild(el('dd', null, kv[1]));
-            summary.appendChild(d);
-          });
-          panel.appendChild(summary);
-          section(panel, 'Attributes (' + s.attributes.length + ')', kvTable(s.attributes, 'attr-key', 'attr-value'));
-          section(panel, 'Resource (' + s.resource.length + ')', kvTable(s.resource, 'resource-key', 'resource-value'));
-          section(panel, 'Events (' + s.events.length + ')', grid(['Time', 'Name', 'Attributes'], s.events,
-            'event-row', function (e) {
-              return [['event-time', '+' + fmtDur(e.offsetNanos)], ['event-name', e.name],
-                ['event-attrs', pairsText(e.attributes)]];
-            }));
-          section(panel, 'Links (' + s.links.length + ')', grid(['Trace ID', 'Span ID', 'Target', 'Attributes'],
-            s.links, 'link-row', function (l) {
-              var target = l.target ? l.target.name + (l.target.step === null ? '' : ' (step ' + l.target.step + ')')
-                + ', ' + l.target.process + ', ' + fmtDur(l.target.durationNanos) : 'missing from the run';
-              return [['link-trace', l.traceId], ['link-span', l.spanId], ['link-target', target],
-                ['link-attrs', pairsText(l.attributes)]];
-            }));
-        }
-        function detailOf(row) {
-          return document.getElementById('detail-' + row.getAttribute('data-span-id'));
-        }
-        function setDetail(row, open) {
-          var panel = detailOf(row);
-          if (!panel) { return; }
-          if (open && !panel.hasAttribute('data-built')) {
-            var s = spansById[row.getAttribute('data-span-id')];
-            if (s) { buildDetail(panel, s); }
-            panel.setAttribute('data-built', 'true');
-          }
-          panel.hidden = !open;
-          row.classList.toggle('open', open);
-          row.setAttribute('aria-expanded', open ? 'true' : 'false');
-        }
-        function setCollapsed(row, collapsed) {
-          var toggle = row.querySelector('.toggle');
-          if (!toggle) { return; }
-          row.classList.toggle('collapsed', collapsed);
-          toggle.textContent = collapsed ? RIGHT : DOWN;
-          toggle.setAttribute('aria-expanded', collapsed ? 'false' : 'true');
-        }
-        function refresh() {
-          var cut = -1;
-          rows.forEach(function (row) {
-            var depth = Number(row.getAttribute('data-depth'));
-            if (cut >= 0 && depth <= cut) { cut = -1; }
-            var hide = cut >= 0;
-            row.hidden = hide;
-            if (hide && row.classList.contains('open')) { setDetail(row, false); }
-            if (!hide && row.classList.contains('collapsed')) { cut = depth; }
-          });
-        }
-        waterfall.addEventListener('click', function (ev) {
-          var target = ev.target;
-          if (!(target instanceof Element)) { return; }
-          var row = target.closest('.span-row');
-          if (!row) { return; }
-          if (target.closest('.toggle')) {
-            setCollapsed(row, !row.classList.contains('collapsed'));
-            refresh();
-            return;
-          }
-          setDetail(row, !row.classList.contains('open'));
-        });
-        waterfall.addEventListener('keydown', function (ev) {
-          var row = ev.target;
-          if (!(row instanceof Element) || !row.classList.contains('span-row')) { return; }
-          if (ev.key === 'Enter' || ev.key === ' ') {
-            ev.preventDefault();
-            setDetail(row, !row.classList.contains('open'));
-          } else if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight') {
-            setCollapsed(row, ev.key === 'ArrowLeft');
-            refresh();
-          }
-        });
-        document.getElementById('expand-all').addEventListener('click', function () {
-          rows.forEach(function (row) { setCollapsed(row, false); });
-          refresh();
-        });
-        document.getElementById('collapse-all').addEventListener('click', function () {
-          rows.forEach(function (row) { setCollapsed(row, Number(row.getAttribute('data-depth')) > 0); });
-          refresh();
-        });
-        var cpBox = document.getElementById('show-critical-path');
-        cpBox.addEventListener('change', function () {
-          document.body.classList.toggle('cp-on', cpBox.checked);
-        });
-      }());
-      """;
 }

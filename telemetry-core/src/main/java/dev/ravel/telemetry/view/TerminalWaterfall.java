@@ -2,9 +2,7 @@ package dev.ravel.telemetry.view;
 
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.StringJoiner;
 
 /**
@@ -81,14 +79,8 @@ public final class TerminalWaterfall {
     Paint paint = new Paint(ansi);
     Glyphs g = ansi ? UNICODE : ASCII;
     List<String> out = new ArrayList<>();
+    WaterfallModel model = WaterfallModel.of(step);
     SpanRecord root = step.root().span();
-
-    Map<String, Integer> procIndex = new LinkedHashMap<>();
-    Map<String, String> procService = new LinkedHashMap<>();
-    for (SpanNode n : step.nodes()) {
-      procIndex.putIfAbsent(n.span().process(), procIndex.size());
-      procService.putIfAbsent(n.span().process(), n.span().service());
-    }
 
     // header
     String title = paint.p(Fmt.clean(root.service()) + ": " + Fmt.clean(root.name()), BOLD) + "  step "
@@ -108,13 +100,12 @@ public final class TerminalWaterfall {
     meta.add(step.errorCount() > 0 ? paint.p("errors " + step.errorCount(), RED) : "errors 0");
     meta.add("critical path " + step.criticalPath().size() + " spans");
     out.addAll(pack(meta, "", "", width));
-    out.addAll(pack(phaseItems(step), "phases: ", "  ", width));
-    out.addAll(pack(goodputItems(step.goodput()), "goodput: ", "  ", width));
+    out.addAll(pack(phaseItems(model.phases()), "phases: ", "  ", width));
+    out.addAll(pack(goodputItems(model.goodput()), "goodput: ", "  ", width));
     List<String> legend = new ArrayList<>();
-    for (Map.Entry<String, Integer> e : procIndex.entrySet()) {
-      String svc = procService.get(e.getKey());
-      legend.add(paint.p("p" + (e.getValue() + 1), colour(e.getValue())) + " " + Fmt.clean(e.getKey())
-          + (svc.isEmpty() ? "" : " (" + Fmt.clean(svc) + ")"));
+    for (WaterfallModel.Process p : model.processes()) {
+      legend.add(paint.p("p" + (p.index() + 1), colour(p.index())) + " " + Fmt.clean(p.name())
+          + (p.service().isEmpty() ? "" : " (" + Fmt.clean(p.service()) + ")"));
     }
     out.addAll(pack(legend, "processes: ", "  ", width));
     out.add("");
@@ -122,17 +113,17 @@ public final class TerminalWaterfall {
     // ruler
     int nameW = Math.max(12, width * 30 / 100);
     int tw = width - nameW - 4;
-    long t0 = step.traceStartNanos();
-    long ext = Math.max(1, step.traceDurationNanos());
     char[] labels = blank(tw);
     char[] ruler = new char[tw];
     java.util.Arrays.fill(ruler, g.ruler());
     int prevEnd = -2;
-    for (int i = 0; i <= 4; i++) {
-      int col = (int) Math.round(i * (tw - 1) / 4.0);
+    List<String> ticks = model.tickLabels();
+    int lastTick = ticks.size() - 1;
+    for (int i = 0; i <= lastTick; i++) {
+      int col = (int) Math.round(i * (tw - 1) / (double) lastTick);
       ruler[col] = g.tick();
-      String label = i == 0 ? "0" : Fmt.duration(Math.round(ext * (i / 4.0)));
-      int start = i == 0 ? 0 : i == 4 ? tw - label.length() : col - label.length() / 2;
+      String label = ticks.get(i);
+      int start = i == 0 ? 0 : i == lastTick ? tw - label.length() : col - label.length() / 2;
       start = Math.max(0, Math.min(tw - label.length(), start));
       if (start > prevEnd + 1 && label.length() <= tw) {
         label.getChars(0, label.length(), labels, start);
@@ -145,8 +136,7 @@ public final class TerminalWaterfall {
     // rows
     int maxDepth = step.depth() - 1;
     int unit = maxDepth * 2 <= nameW / 2 ? 2 : 1;
-    Row row = new Row(nameW, tw, t0, ext, g, paint, procIndex, unit);
-    row.draw(step.root(), "", true, true, out);
+    new Rows(nameW, tw, g, paint, unit).draw(model.rows(), out);
 
     // consumed rollouts
     out.add("");
@@ -156,39 +146,41 @@ public final class TerminalWaterfall {
   }
 
   /** Draws span rows; one instance per rendering. */
-  private static final class Row {
+  private static final class Rows {
     final int nameW;
     final int tw;
-    final long t0;
-    final long ext;
     final Glyphs g;
     final Paint paint;
-    final Map<String, Integer> procIndex;
     final int unit;
 
-    Row(int nameW, int tw, long t0, long ext, Glyphs g, Paint paint, Map<String, Integer> procIndex, int unit) {
+    Rows(int nameW, int tw, Glyphs g, Paint paint, int unit) {
       this.nameW = nameW;
       this.tw = tw;
-      this.t0 = t0;
-      this.ext = ext;
       this.g = g;
       this.paint = paint;
-      this.procIndex = procIndex;
       this.unit = unit;
     }
 
-    void draw(SpanNode n, String guide, boolean last, boolean isRoot, List<String> out) {
-      String connector = isRoot ? "" : unit == 2 ? (last ? g.lastBranch() : g.branch())
-          : (last ? g.lastBranch().substring(0, 1) : g.branch().substring(0, 1));
-      out.add(line(n, guide + connector));
-      String childGuide = isRoot ? "" : guide + (last ? " ".repeat(unit) : g.pipe() + " ".repeat(unit - 1));
-      List<SpanNode> kids = n.children();
-      for (int i = 0; i < kids.size(); i++) {
-        draw(kids.get(i), childGuide, i == kids.size() - 1, false, out);
+    /** One line per row, tree lines before the names: the root has none, each level below adds one guide. */
+    void draw(List<WaterfallModel.Row> rows, List<String> out) {
+      List<String> guides = new ArrayList<>(); // index k: what the open ancestor at depth k + 1 draws below it
+      for (WaterfallModel.Row r : rows) {
+        int depth = r.node().depth();
+        if (depth == 0) {
+          out.add(line(r, ""));
+          continue;
+        }
+        guides.subList(depth - 1, guides.size()).clear();
+        boolean last = r.lastChild();
+        String connector = unit == 2 ? (last ? g.lastBranch() : g.branch())
+            : (last ? g.lastBranch().substring(0, 1) : g.branch().substring(0, 1));
+        out.add(line(r, String.join("", guides) + connector));
+        guides.add(last ? " ".repeat(unit) : g.pipe() + " ".repeat(unit - 1));
       }
     }
 
-    private String line(SpanNode n, String prefix) {
+    private String line(WaterfallModel.Row r, String prefix) {
+      SpanNode n = r.node();
       SpanRecord s = n.span();
       int maxPrefix = nameW / 2;
       if (prefix.length() > maxPrefix) {
@@ -203,13 +195,11 @@ public final class TerminalWaterfall {
           + " ".repeat(Math.max(0, room - columns(name)));
       String flags = (s.isError() ? paint.p("!", RED) : " ") + (n.onCriticalPath() ? paint.p("*", BOLD) : " ");
 
-      int proc = procIndex.getOrDefault(s.process(), 0);
+      int proc = r.processIndex();
       char[] cells = blank(tw);
       boolean[] bar = new boolean[tw];
-      int cs = (int) Math.floor((s.startNanos() - t0) * (double) tw / ext);
-      cs = Math.max(0, Math.min(tw - 1, cs));
-      int ce = (int) Math.ceil((s.endNanos() - t0) * (double) tw / ext);
-      ce = Math.max(cs + 1, Math.min(tw, ce));
+      int cs = r.firstCell(tw);
+      int ce = r.endCell(tw);
       for (int i = cs; i < ce; i++) {
         cells[i] = n.onCriticalPath() ? g.barCritical() : g.bar();
         bar[i] = true;
@@ -243,12 +233,11 @@ public final class TerminalWaterfall {
     }
   }
 
-  private static List<String> phaseItems(StepView step) {
+  private static List<String> phaseItems(List<WaterfallModel.Phase> phases) {
     List<String> items = new ArrayList<>();
-    long d = step.durationNanos();
-    for (Map.Entry<String, Long> e : step.phaseNanos().entrySet()) {
-      if (e.getValue() > 0) {
-        items.add(Fmt.clean(Phases.label(e.getKey())) + " " + Fmt.percent(d <= 0 ? 0 : (double) e.getValue() / d));
+    for (WaterfallModel.Phase p : phases) {
+      if (p.nanos() > 0) {
+        items.add(Fmt.clean(p.label()) + " " + Fmt.percent(p.share()));
       }
     }
     if (items.isEmpty()) {
@@ -257,9 +246,8 @@ public final class TerminalWaterfall {
     return items;
   }
 
-  private static List<String> goodputItems(Goodput gp) {
-    return List.of("productive " + Fmt.percent(gp.productive()), "overhead " + Fmt.percent(gp.overhead()),
-        "idle " + Fmt.percent(gp.idle()), "wasted " + Fmt.percent(gp.wasted()));
+  private static List<String> goodputItems(List<WaterfallModel.Slice> goodput) {
+    return goodput.stream().map(g -> g.name() + " " + Fmt.percent(g.share())).toList();
   }
 
   private static List<String> rollouts(StepView step, int width, Paint paint) {
@@ -335,7 +323,7 @@ public final class TerminalWaterfall {
       List<String> items = new ArrayList<>();
       items.add("good " + pct(gp.productive()) + "/" + pct(gp.overhead()) + "/" + pct(gp.idle()) + "/"
           + pct(gp.wasted()) + "%");
-      items.addAll(phaseItems(s));
+      items.addAll(phaseItems(WaterfallModel.phases(s)));
       if (!s.mode().isEmpty()) {
         items.add("(" + Fmt.clean(s.mode()) + ")");
       }

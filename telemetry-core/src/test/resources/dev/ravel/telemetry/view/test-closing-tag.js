@@ -1,0 +1,2 @@
+console.log("a");
+</SCRIPT><b>x</b>
