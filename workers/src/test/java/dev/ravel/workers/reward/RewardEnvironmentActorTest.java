@@ -1,0 +1,93 @@
+package dev.ravel.workers.reward;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.task.Problem;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The reward logic on an actor built outside Ray (its telemetry is off without {@code RAVEL_TELEMETRY_RUN_ID}). */
+final class RewardEnvironmentActorTest {
+  private static final CharTokenizer TOKENIZER = CharTokenizer.arithmetic();
+  private static final ArithmeticTask TASK = ArithmeticTask.standard();
+  private static final Problem TWO_PLUS_THREE = TASK.problem(2, 3);
+  private static final Problem FOUR_PLUS_FOUR = TASK.problem(4, 4);
+
+  private final RewardEnvironmentActor reward = new RewardEnvironmentActor();
+
+  @Test
+  void score_correctAnswerEndedByEosIsRewarded() {
+    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("5", true)))).containsExactly(1.0);
+  }
+
+  @Test
+  void score_correctAnswerCutOffBeforeEosIsStillRewarded() {
+    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("5", false)))).containsExactly(1.0);
+  }
+
+  @Test
+  void score_wrongDigitGetsNothing() {
+    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("6", true)))).containsExactly(0.0);
+  }
+
+  @Test
+  void score_correctDigitWithExtraCharactersGetsNothing() {
+    List<Problem> problems = List.of(TWO_PLUS_THREE, TWO_PLUS_THREE, TWO_PLUS_THREE);
+    List<int[]> completions = List.of(completion("55", true), completion("5=", true), completion("2+3=5", true));
+
+    assertThat(reward.score(problems, completions)).containsExactly(0.0, 0.0, 0.0);
+  }
+
+  @Test
+  void score_onlyEosGetsNothing() {
+    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(new int[] {TOKENIZER.eos()}))).containsExactly(0.0);
+  }
+
+  @Test
+  void score_eachCompletionIsScoredAgainstItsOwnProblemInOrder() {
+    List<Problem> problems = List.of(TWO_PLUS_THREE, FOUR_PLUS_FOUR, TWO_PLUS_THREE, FOUR_PLUS_FOUR);
+    List<int[]> completions =
+        List.of(completion("5", true), completion("5", true), completion("8", true), completion("8", true));
+
+    assertThat(reward.score(problems, completions)).containsExactly(1.0, 0.0, 0.0, 1.0);
+  }
+
+  @Test
+  void score_moreProblemsThanCompletionsFailsNamingBothCounts() {
+    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE, FOUR_PLUS_FOUR), List.of(completion("5", true))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("2 problems but 1 completions");
+  }
+
+  @Test
+  void score_moreCompletionsThanProblemsFailsNamingBothCounts() {
+    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE),
+        List.of(completion("5", true), completion("5", true), completion("5", true))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("1 problems but 3 completions");
+  }
+
+  @Test
+  void score_tokenOutsideTheVocabularyFailsNamingIt() {
+    int outside = TOKENIZER.vocabSize();
+
+    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE), List.of(new int[] {outside})))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(String.valueOf(outside));
+  }
+
+  /** {@code text} as token ids, followed by EOS when {@code eos}. */
+  private static int[] completion(String text, boolean eos) {
+    int[] ids = TOKENIZER.encode(text);
+    if (!eos) {
+      return ids;
+    }
+    int[] out = Arrays.copyOf(ids, ids.length + 1);
+    out[ids.length] = TOKENIZER.eos();
+    return out;
+  }
+}
