@@ -1,0 +1,248 @@
+package dev.ravel.driver.grpo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.driver.config.RunConfig;
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.context.SpanLink;
+import dev.ravel.telemetry.spans.Phase;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.telemetry.spans.Spans;
+import dev.ravel.workers.actor.Payload;
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.buffer.ReplayBuffer;
+import dev.ravel.workers.buffer.ReplayBufferActor;
+import dev.ravel.workers.buffer.Rollout;
+import dev.ravel.workers.collector.CollectorSpec;
+import dev.ravel.workers.collector.TrajectoryCollector;
+import dev.ravel.workers.collector.TrajectoryCollectorActor;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.generation.GenerationWorkerActor;
+import dev.ravel.workers.generation.GenerationWorkerSpec;
+import dev.ravel.workers.grpo.Trajectory;
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.model.ModelSpec;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.reward.RewardEnvironmentActor;
+import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.task.Problem;
+import dev.ravel.workers.trainer.PolicyTrainer;
+import dev.ravel.workers.trainer.PolicyTrainerActor;
+import dev.ravel.workers.trainer.TrainerSpec;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.api.trace.TraceFlags;
+import io.opentelemetry.api.trace.TraceState;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The sync and async loops on in-process actors (real engines, reward, trainer, buffer and collector; no
+ * Ray): one step each, since a refit puts weights in Ray's object store. Driver spans go to an in-memory
+ * exporter; the actors' own telemetry is off.
+ */
+@Timeout(180)
+final class GrpoLoopsTest {
+  private static final int PROMPTS = 4;
+  private static final int GROUP = 2;
+  private static final int WORKERS = 2;
+
+  private final InMemorySpanExporter exporter = InMemorySpanExporter.create();
+  private final OpenTelemetrySdk otel = OpenTelemetrySdk.builder()
+      .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build())
+      .build();
+  private final Spans spans = Spans.create(otel, EnumSet.allOf(SpanGroup.class));
+  private final CharTokenizer tokenizer = CharTokenizer.arithmetic();
+  private final List<RavelActorHandle<?>> handles = new ArrayList<>();
+  private final List<StepMetrics> reported = new ArrayList<>();
+
+  @TempDir
+  Path runDir;
+
+  @AfterEach
+  void tearDown() {
+    handles.forEach(RavelActorHandle::release);
+    otel.close();
+  }
+
+  private <I> RavelActorHandle<I> local(RavelActor actor, Class<I> role, int concurrency) {
+    RavelActorHandle<I> h = RavelActorHandle.local(actor, role, concurrency);
+    handles.add(h);
+    return h;
+  }
+
+  private GrpoSettings settings(String mode) {
+    return GrpoSettings.from(RunConfig.load(null, List.of("run.mode=" + mode, "grpo.steps=1",
+        "grpo.prompts_per_step=" + PROMPTS, "grpo.group_size=" + GROUP, "generation.workers=" + WORKERS), Map.of()));
+  }
+
+  private GrpoActors actors(GrpoSettings s, ModelWeights w) {
+    List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
+    for (int i = 0; i < s.workers(); i++) {
+      GenerationWorkerSpec ws = new GenerationWorkerSpec(s.kvTokenBudget(), s.maxRunningRequests(), "ravel-tiny",
+          tokenizer.eos(), w);
+      workers.add(local(new GenerationWorkerActor(Payload.of(ws)), GenerationWorker.class, s.maxConcurrency()));
+    }
+    RavelActorHandle<RewardEnvironment> reward = local(new RewardEnvironmentActor(), RewardEnvironment.class, 1);
+    RavelActorHandle<PolicyTrainer> trainer =
+        local(new PolicyTrainerActor(Payload.of(new TrainerSpec(w, s.grpo()))), PolicyTrainer.class, 1);
+    RavelActorHandle<ReplayBuffer> buffer = null;
+    RavelActorHandle<TrajectoryCollector> collector = null;
+    if (s.async()) {
+      buffer = local(new ReplayBufferActor(), ReplayBuffer.class, 4);
+      CollectorSpec cs = new CollectorSpec(workers, reward, buffer, s.promptsPerStep(), s.groupSize(), s.sampling(),
+          s.seed(), (int) s.maxAge() + 1, 8);
+      collector = local(new TrajectoryCollectorActor(Payload.of(cs)), TrajectoryCollector.class, 4);
+    }
+    return new GrpoActors(workers, reward, trainer, buffer, collector);
+  }
+
+  private ModelWeights initial(GrpoSettings s) {
+    return ModelWeights.init(ModelSpec.tiny(tokenizer.vocabSize()), s.seed());
+  }
+
+  private Steps steps(GrpoSettings s) {
+    return new Steps(spans, SpanContext.getInvalid(), (m, total) -> reported.add(m), s);
+  }
+
+  @Test
+  void syncStep_phasesNestUnderTheStepWithTheirBucketsAndCountsAddUp() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+    Steps steps = steps(s);
+
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir), steps, ArithmeticTask.standard(), tokenizer, w)
+        .run();
+
+    assertThat(reported).hasSize(1);
+    StepMetrics m = reported.get(0);
+    assertThat(m.mode()).isEqualTo("sync");
+    assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
+    assertThat(m.weightVersion()).isEqualTo(w.version() + 1);
+    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + TrainPhase.RAY_CALLS); // no refit before step 0
+    assertThat(m.phases()).containsOnlyKeys("data", "generation", "reward", "training", "checkpoint");
+    assertThat(m.tokens()).isPositive();
+    assertThat(steps.history()).containsExactly(m);
+
+    SpanData root = only(SpanNames.GRPO_STEP);
+    assertThat(root.getAttributes().get(RavelAttributes.ALGORITHM_MODE)).isEqualTo("sync");
+    assertThat(root.getAttributes().get(RavelAttributes.NUM_TRAJECTORIES)).isEqualTo((long) PROMPTS * GROUP);
+    assertThat(root.getTraceId()).isEqualTo(m.traceId());
+    List<SpanData> children = childrenOf(root);
+    assertThat(children).extracting(SpanData::getName).containsExactly(Phase.DATA_PROCESSING.spanName(),
+        Phase.GENERATION.spanName(), Phase.REWARD.spanName(), Phase.LOGPROBS.spanName(), Phase.ADVANTAGE.spanName(),
+        Phase.TRAINING.spanName(), Phase.CHECKPOINTING.spanName());
+    assertThat(children).allSatisfy(c -> assertThat(c.getAttributes().get(RavelAttributes.BUCKET))
+        .isEqualTo(Phase.ofSpanName(c.getName()).orElseThrow().bucket().value()));
+    SpanData generate = only(SpanNames.VLLM_GENERATE);
+    assertThat(generate.getParentSpanId()).isEqualTo(only(SpanNames.GRPO_GENERATION).getSpanId());
+    assertThat(generate.getAttributes().get(RavelAttributes.NUM_REQUESTS)).isEqualTo((long) PROMPTS * GROUP);
+    assertThat(Files.exists(runDir.resolve("checkpoints").resolve("weights-v" + m.weightVersion() + ".bin"))).isTrue();
+  }
+
+  @Test
+  void asyncStep_trainsOnTheCollectorsBatchWaitingAsIdleAndDoesNotRefitAfterTheLastStep() {
+    GrpoSettings s = settings("async");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+    Steps steps = steps(s);
+    AsyncLoop loop = new AsyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir), steps, w);
+
+    loop.run();
+
+    assertThat(reported).hasSize(1);
+    StepMetrics m = reported.get(0);
+    assertThat(m.mode()).isEqualTo("async");
+    assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
+    assertThat(m.droppedForAge()).isZero();
+    assertThat(m.phases()).containsKeys("refit", "idle", "data", "training");
+    assertThat(loop.collectorStats()).isNotNull();
+    assertThat(loop.collectorStats().failures()).isZero();
+    assertThat(loop.collectorStats().trajectories()).isGreaterThanOrEqualTo(PROMPTS * GROUP);
+    // publish, the takes, log-probs and update, and the collector's generate, reward and push calls
+    assertThat(m.rayCalls()).isGreaterThanOrEqualTo(1 + 1 + TrainPhase.RAY_CALLS + PROMPTS * GROUP + 2);
+
+    SpanData root = only(SpanNames.GRPO_STEP);
+    assertThat(childrenOf(root)).extracting(SpanData::getName).containsExactly(Phase.REFIT.spanName(),
+        Phase.BUFFER_STARVATION.spanName(), Phase.DATA_PROCESSING.spanName(), Phase.LOGPROBS.spanName(),
+        Phase.ADVANTAGE.spanName(), Phase.TRAINING.spanName(), Phase.CHECKPOINTING.spanName());
+    assertThat(only(Phase.BUFFER_STARVATION.spanName()).getAttributes().get(RavelAttributes.BUCKET)).isEqualTo("idle");
+    assertThat(names()).doesNotContain(Phase.REFIT_BUBBLE.spanName());
+  }
+
+  @Test
+  void link_everyDistinctProducerOnceNoneSkippedAtMostMaxLinks() {
+    List<SpanLink> producers = new ArrayList<>();
+    for (int i = 0; i < AsyncLoop.MAX_LINKS + 10; i++) {
+      producers.add(SpanLink.of(SpanContext.create("0af7651916cd43dd8448eb211c80319c", String.format("%016x", i + 1),
+          TraceFlags.getSampled(), TraceState.getDefault())));
+    }
+    List<Rollout> rollouts = List.of(
+        rollout(List.of(producers.get(0), producers.get(0))),
+        rollout(List.of(producers.get(1), SpanLink.NONE)));
+    List<Rollout> many = new ArrayList<>();
+    for (int i = 0; i < producers.size(); i += 2) {
+      many.add(rollout(producers.subList(i, i + 2)));
+    }
+
+    try (ScopedSpan step = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
+      AsyncLoop.link(step, rollouts);
+    }
+    try (ScopedSpan step = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
+      AsyncLoop.link(step, many);
+    }
+
+    List<SpanData> steps = exporter.getFinishedSpanItems();
+    assertThat(steps.get(0).getLinks()).extracting(l -> l.getSpanContext().getSpanId())
+        .containsExactly(producers.get(0).spanId(), producers.get(1).spanId());
+    assertThat(steps.get(1).getLinks()).hasSize(AsyncLoop.MAX_LINKS);
+  }
+
+  @Test
+  void flatGroups_countsGroupsWhoseAdvantagesAreAllZero() {
+    assertThat(TrainPhase.flatGroups(new double[] {0, 0, 1, -1, 0, 0}, 2)).isEqualTo(2);
+    assertThat(TrainPhase.flatGroups(new double[] {0.5, -0.5}, 2)).isZero();
+  }
+
+  private static Rollout rollout(List<SpanLink> links) {
+    List<Trajectory> ts = new ArrayList<>();
+    for (int g = 0; g < links.size(); g++) {
+      ts.add(new Trajectory("r" + g, new int[] {1}, new int[] {2}, new float[] {-0.1f}, 0, 0, g));
+    }
+    return new Rollout(new Problem("1+1=", "2"), ts, 0, 0, links);
+  }
+
+  private Set<String> names() {
+    return exporter.getFinishedSpanItems().stream().map(SpanData::getName).collect(Collectors.toSet());
+  }
+
+  private SpanData only(String name) {
+    List<SpanData> found = exporter.getFinishedSpanItems().stream().filter(d -> d.getName().equals(name)).toList();
+    assertThat(found).as("spans named " + name).hasSize(1);
+    return found.get(0);
+  }
+
+  private List<SpanData> childrenOf(SpanData parent) {
+    return exporter.getFinishedSpanItems().stream().filter(d -> d.getParentSpanId().equals(parent.getSpanId()))
+        .sorted((a, b) -> Long.compare(a.getStartEpochNanos(), b.getStartEpochNanos())).toList();
+  }
+}
