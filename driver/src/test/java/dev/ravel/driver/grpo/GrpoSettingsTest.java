@@ -1,0 +1,44 @@
+package dev.ravel.driver.grpo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.driver.config.RunConfig;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+final class GrpoSettingsTest {
+  private static GrpoSettings of(String... overrides) {
+    return GrpoSettings.from(RunConfig.load(null, List.of(overrides), Map.of()));
+  }
+
+  @Test
+  void from_readsEveryValueOnceIntoTheTrainerAndSamplingSettings() {
+    GrpoSettings s = of("run.mode=async", "run.seed=42", "grpo.steps=9", "grpo.prompts_per_step=5",
+        "grpo.group_size=3", "grpo.temperature=0.7", "grpo.top_p=0.9", "grpo.max_new_tokens=6",
+        "grpo.max_trajectory_age_steps=2", "generation.workers=3", "generation.kv_token_budget=1000");
+
+    assertThat(s.async()).isTrue();
+    assertThat(s.mode()).isEqualTo("async");
+    assertThat(s.steps()).isEqualTo(9);
+    assertThat(s.seed()).isEqualTo(42);
+    assertThat(s.maxAge()).isEqualTo(2);
+    assertThat(s.workers()).isEqualTo(3);
+    assertThat(s.kvTokenBudget()).isEqualTo(1000);
+    assertThat(s.grpo().groupSize()).isEqualTo(3);
+    assertThat(s.grpo().promptsPerStep()).isEqualTo(5);
+    assertThat(s.sampling().temperature()).isEqualTo(s.grpo().temperature()).isEqualTo(0.7);
+    assertThat(s.sampling().topP()).isEqualTo(0.9);
+    assertThat(s.sampling().maxTokens()).isEqualTo(6);
+    assertThat(s.sampling().seed()).isEqualTo(42);
+  }
+
+  @Test
+  void checkpointAfter_everyNStepsAndTheLast() {
+    GrpoSettings s = of("grpo.steps=7", "grpo.checkpoint_every=3");
+
+    assertThat(List.of(0, 1, 2, 3, 4, 5, 6).stream().filter(s::checkpointAfter).toList()).containsExactly(2, 5, 6);
+    assertThat(of("grpo.steps=4").checkpointAfter(2)).isFalse();
+    assertThat(of("grpo.steps=4").checkpointAfter(3)).isTrue();
+  }
+}
