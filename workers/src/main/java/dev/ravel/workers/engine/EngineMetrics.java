@@ -28,9 +28,10 @@ final class EngineMetrics implements AutoCloseable {
   private final DoubleHistogram queueTime;
   private final LongCounter preemptions;
   private final LongCounter requests;
-  private final ObservableLongGauge runningGauge;
-  private final ObservableLongGauge waitingGauge;
-  private final ObservableDoubleGauge kvUsageGauge;
+  private final Meter meter;
+  private ObservableLongGauge runningGauge;
+  private ObservableLongGauge waitingGauge;
+  private ObservableDoubleGauge kvUsageGauge;
 
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Attributes engine;
@@ -39,7 +40,9 @@ final class EngineMetrics implements AutoCloseable {
   private final Attributes output;
   private final Map<FinishReason, Attributes> byReason = new EnumMap<>(FinishReason.class);
 
-  EngineMetrics(Meter meter, String modelName, IntSupplier running, IntSupplier waiting, DoubleSupplier kvUsage) {
+  /** The histograms and counters; the gauges come with {@link #registerGauges}. */
+  EngineMetrics(Meter meter, String modelName) {
+    this.meter = meter;
     this.model = Attributes.of(EngineNames.RESPONSE_MODEL, modelName,
         EngineNames.OPERATION_NAME, EngineNames.OPERATION_TEXT_COMPLETION);
     this.input = model.toBuilder().put(EngineNames.TOKEN_TYPE, EngineNames.TOKEN_TYPE_INPUT).build();
@@ -64,13 +67,20 @@ final class EngineMetrics implements AutoCloseable {
         .setDescription("Requests evicted from the running batch to be recomputed later").build();
     this.requests = meter.counterBuilder(EngineNames.METRIC_REQUESTS).setUnit("{request}")
         .setDescription("Finished requests, by finish_reason").build();
-    this.runningGauge = meter.gaugeBuilder(EngineNames.METRIC_REQUESTS_RUNNING).ofLongs().setUnit("{request}")
+  }
+
+  /**
+   * Registers the gauges over the scheduler's published state. Called once, by the engine's constructor
+   * (the gauges read the scheduler, which needs these instruments to exist first).
+   */
+  void registerGauges(IntSupplier running, IntSupplier waiting, DoubleSupplier kvUsage) {
+    runningGauge = meter.gaugeBuilder(EngineNames.METRIC_REQUESTS_RUNNING).ofLongs().setUnit("{request}")
         .setDescription("Requests in the running batch")
         .buildWithCallback(m -> m.record(running.getAsInt(), engine));
-    this.waitingGauge = meter.gaugeBuilder(EngineNames.METRIC_REQUESTS_WAITING).ofLongs().setUnit("{request}")
+    waitingGauge = meter.gaugeBuilder(EngineNames.METRIC_REQUESTS_WAITING).ofLongs().setUnit("{request}")
         .setDescription("Requests waiting for admission")
         .buildWithCallback(m -> m.record(waiting.getAsInt(), engine));
-    this.kvUsageGauge = meter.gaugeBuilder(EngineNames.METRIC_KV_CACHE_USAGE).setUnit("1")
+    kvUsageGauge = meter.gaugeBuilder(EngineNames.METRIC_KV_CACHE_USAGE).setUnit("1")
         .setDescription("Share of the KV token budget held by running requests")
         .buildWithCallback(m -> m.record(kvUsage.getAsDouble(), engine));
   }
@@ -105,8 +115,10 @@ final class EngineMetrics implements AutoCloseable {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
-    runningGauge.close();
-    waitingGauge.close();
-    kvUsageGauge.close();
+    if (runningGauge != null) {
+      runningGauge.close();
+      waitingGauge.close();
+      kvUsageGauge.close();
+    }
   }
 }

@@ -1,5 +1,6 @@
 package dev.ravel.workers.engine;
 
+import dev.ravel.workers.model.Sampling;
 import java.util.Arrays;
 
 /**
@@ -92,23 +93,14 @@ final class TokenSampler {
 
   /**
    * {@code log softmax(logits / temperature)[token]}, temperature 0 counting as 1, over the whole
-   * vocabulary.
+   * vocabulary (no top-p truncation): the behaviour log-prob of a sampled token. This is
+   * {@link Sampling#logSoftmax}, the kernel behind the trainer's {@link Sampling#logProb}, so the engine
+   * and the trainer compute the same value from the same logits. Unlike {@code logProb} it does not check
+   * its arguments (the engine calls it after {@link #sample} has vetted the logits), and it accepts a
+   * {@code +Infinity} logit: 0 for the token at that value, {@code -Infinity} for the others.
    */
   static float logprob(float[] logits, int token, double temperature) {
-    double t = temperature == 0 ? 1.0 : temperature;
-    double max = Double.NEGATIVE_INFINITY;
-    for (float l : logits) {
-      max = Math.max(max, l / t);
-    }
-    double z = logits[token] / t;
-    if (Double.isInfinite(max)) {
-      return z == max ? 0f : Float.NEGATIVE_INFINITY;
-    }
-    double sum = 0;
-    for (float l : logits) {
-      sum += Math.exp(l / t - max);
-    }
-    return (float) (z - max - Math.log(sum));
+    return Sampling.logSoftmax(logits, token, temperature);
   }
 
   private static int argmax(float[] logits) {

@@ -56,7 +56,8 @@ public final class Sampling {
 
   /**
    * {@code log softmax(logits / temperature)[token]}, over the whole vocabulary (no top-p truncation).
-   * Temperature 0 (greedy decoding) is treated as 1, as is usual for recording behaviour log-probs.
+   * Temperature 0 (greedy decoding) is treated as 1, as is usual for recording behaviour log-probs. Checks
+   * its arguments, then runs {@link #logSoftmax}.
    */
   public static float logProb(float[] logits, int token, double temperature) {
     checkLogits(logits);
@@ -64,8 +65,35 @@ public final class Sampling {
     if (token < 0 || token >= logits.length) {
       throw new IllegalArgumentException("token " + token + " is outside [0, " + logits.length + ")");
     }
+    return logSoftmax(logits, token, temperature);
+  }
+
+  /**
+   * The one log-softmax kernel: {@code log softmax(logits / temperature)[token]} over the whole vocabulary,
+   * temperature 0 counting as 1, computed in double with the largest scaled logit subtracted first and
+   * rounded to float once. {@link #logProb} (the trainer's log-probs) is this plus argument checks, and the
+   * inference engine's behaviour log-probs are this without them, so the two agree bit for bit on the
+   * same logits and temperature: a second copy cannot drift and skew the GRPO importance ratio.
+   *
+   * <p>No argument checks: for callers that have already vetted their logits (no NaN) and token (in
+   * range). When the largest scaled logit is infinite (a {@code +Infinity} logit, which {@link #logProb}
+   * rejects, or a temperature so small that {@code logit / temperature} overflows a double), the result
+   * is 0 for a token whose scaled logit equals it and {@code -Infinity} for the others.
+   *
+   * @param temperature {@code >= 0}
+   */
+  public static float logSoftmax(float[] logits, int token, double temperature) {
     double t = temperature == 0 ? 1 : temperature;
-    return (float) logSoftmax(logits, t, token);
+    double max = logits[argMax(logits)] / t;
+    double z = logits[token] / t;
+    if (Double.isInfinite(max)) {
+      return z == max ? 0f : Float.NEGATIVE_INFINITY;
+    }
+    double sum = 0;
+    for (float l : logits) {
+      sum += Math.exp(l / t - max);
+    }
+    return (float) (z - max - Math.log(sum));
   }
 
   /** Fills {@code probs} with {@code softmax(logits / temperature)} (temperature 0 treated as 1). */
@@ -96,15 +124,6 @@ public final class Sampling {
       }
     }
     return best;
-  }
-
-  private static double logSoftmax(float[] logits, double t, int token) {
-    double max = logits[argMax(logits)] / t;
-    double sum = 0;
-    for (float l : logits) {
-      sum += Math.exp(l / t - max);
-    }
-    return logits[token] / t - max - Math.log(sum);
   }
 
   /** Zeroes the weights outside the nucleus and returns the remaining total. */

@@ -104,6 +104,28 @@ final class SamplingTest {
   }
 
   @Test
+  void logSoftmax_validArguments_isLogProbBitForBit() {
+    for (double t : new double[] {0, 0.5, 1, 2}) {
+      for (int v = 0; v < LOGITS.length; v++) {
+        assertThat(Sampling.logSoftmax(LOGITS, v, t)).isEqualTo(Sampling.logProb(LOGITS, v, t));
+      }
+    }
+  }
+
+  @Test
+  void logSoftmax_scaledMaximumOverflows_isZeroAtTheMaximumAndMinusInfinityElsewhere() {
+    float[] logits = {1f, 3f, -2f};
+    double tiny = Double.MIN_VALUE;
+
+    assertThat(Sampling.logSoftmax(logits, 1, tiny)).isEqualTo(0f);
+    assertThat(Sampling.logSoftmax(logits, 2, tiny)).isEqualTo(Float.NEGATIVE_INFINITY);
+    assertThat(Sampling.logProb(logits, 1, tiny)).isEqualTo(0f);
+    assertThat(Sampling.logSoftmax(new float[] {0f, Float.POSITIVE_INFINITY}, 1, 1)).isEqualTo(0f);
+    assertThat(Sampling.logSoftmax(new float[] {0f, Float.POSITIVE_INFINITY}, 0, 1))
+        .isEqualTo(Float.NEGATIVE_INFINITY);
+  }
+
+  @Test
   void sample_invalidArgumentsNameTheParameter() {
     SplittableRandom rng = new SplittableRandom(1);
     assertThatThrownBy(() -> Sampling.sample(LOGITS, -1, 1, rng)).hasMessageStartingWith("temperature");

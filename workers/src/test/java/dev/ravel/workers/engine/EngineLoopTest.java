@@ -1,0 +1,76 @@
+package dev.ravel.workers.engine;
+
+import static dev.ravel.workers.engine.Requests.config;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.workers.model.LanguageModel;
+import io.opentelemetry.api.OpenTelemetry;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(20)
+final class EngineLoopTest {
+  private EngineLoop loop;
+  private RequestTelemetry telemetry;
+
+  private EngineLoop loop(LanguageModel model) {
+    EngineConfig config = config().build();
+    telemetry = new RequestTelemetry(config, OpenTelemetry.noop().getTracer("test"),
+        new EngineMetrics(OpenTelemetry.noop().getMeter("test"), config.modelName()), System::nanoTime);
+    loop = new EngineLoop(config.modelName(), new BatchScheduler(config, model, telemetry, System::nanoTime),
+        telemetry);
+    return loop;
+  }
+
+  @AfterEach
+  void closeLoop() {
+    if (loop != null) {
+      loop.close();
+    }
+  }
+
+  private static Sequence sequence(String id) {
+    return new Sequence(Requests.request(id, 3, 50, 1), System.nanoTime());
+  }
+
+  @Test
+  void waitingNow_beforeTheThreadRuns_countsTheInbox() {
+    EngineLoop loop = loop(FakeModel.of(1));
+
+    loop.enqueue(List.of(sequence("a"), sequence("b")));
+
+    assertThat(loop.waitingNow()).isEqualTo(2);
+    assertThat(loop.isAlive()).isFalse();
+  }
+
+  @Test
+  void run_schedulerThrowsAnError_failsItsRequestsAndLaterOnesNamingTheCrash() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    EngineLoop loop = loop(FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
+      if (calls.incrementAndGet() == 3) {
+        throw new AssertionError("kaput");
+      }
+    }));
+    Sequence a = sequence("a");
+    loop.start();
+
+    loop.enqueue(List.of(a));
+
+    GenerationResult r = a.future.get(10, TimeUnit.SECONDS);
+    assertThat(r.finishReason()).isEqualTo(FinishReason.ERROR);
+    assertThat(r.error()).isEqualTo("engine failed: java.lang.AssertionError: kaput");
+    assertThat(r.completionTokens()).hasSize(2);
+    loop.close();
+    assertThat(loop.isAlive()).isFalse();
+    Sequence later = sequence("later");
+    loop.enqueue(List.of(later));
+    assertThat(later.future).isDone();
+    assertThat(later.future.join().error()).isEqualTo(r.error());
+    assertThat(telemetry.finishedCounts()[FinishReason.ERROR.ordinal()]).isEqualTo(2);
+    assertThat(loop.waitingNow()).isZero();
+  }
+}
