@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests (Surefire), then integration tests (Failsafe) that start what they need on
-# loopback: a real Ray head, a real Jaeger v2, a real headless Chromium. Installs those first, idempotently
-# (Ray 2.39.0 in a project-local virtualenv, Jaeger built from the Go module proxy, Debian's Chromium).
+# loopback: a real Ray head, a real Jaeger v2, a real headless Chromium. Installs those first, idempotently:
+# the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the compat Ray (2.39.0, what
+# Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from the Go module proxy,
+# Debian's Chromium. Every integration test runs on the default Ray; a smoke set also runs on the compat Ray.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-RAVEL_RAY_VENV="$("$ROOT/scripts/setup-ray.sh")"
+COMPAT_RAY_VERSION=2.39.0
+# the virtualenvs are chosen by version here, never by an inherited RAVEL_RAY_VENV
+unset RAVEL_RAY_VENV RAVEL_RAY_JAR
+RAY_VERSION="${RAVEL_RAY_VERSION:-$(sed -n 's/^DEFAULT_RAY_VERSION=//p' "$ROOT/scripts/setup-ray.sh")}"
+RAY_VENV="$(RAVEL_RAY_VERSION="$RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
+COMPAT_VENV="$(RAVEL_RAY_VERSION="$COMPAT_RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
+ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
 RAVEL_JAEGER_BIN="$("$ROOT/scripts/setup-jaeger.sh")"
 RAVEL_CHROMIUM="$("$ROOT/scripts/setup-browser.sh")"
-export RAVEL_RAY_VENV RAVEL_JAEGER_BIN RAVEL_CHROMIUM
-exec mvn -B ${MAVEN_ARGS:-} verify
+export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
+exec mvn -B ${MAVEN_ARGS:-} \
+  -Dravel.ray.version="$RAY_VERSION" -Dravel.ray.venv="$RAY_VENV" -Dravel.ray.jar="$(ray_jar "$RAY_VENV")" \
+  -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
+  -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
+  verify

@@ -31,7 +31,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * telemetry settings as {@code RAVEL_TELEMETRY_*}, which also pin the run id and the runs folder; the
  * resolved OTLP settings as {@code RAVEL_OTLP_*}, which the job's driver uses instead of resolving its own,
  * with the headers in an owner-only file rather than as a value; trace-enabling {@code OTEL_*} masked
- * unless engine tracing is on), plus {@code RAVEL_RAY_VENV} and {@code JAVA_HOME} for {@code bin/ravel}; the submission id; and the
+ * unless engine tracing is on), plus {@code RAVEL_RAY_VENV}, {@code RAVEL_RAY_VERSION} (and {@code RAVEL_RAY_JAR} when set) and {@code JAVA_HOME} for {@code bin/ravel}; the submission id; and the
  * submitter's {@code rl.job.submit} span as {@code RAVEL_PARENT_TRACEPARENT}/{@code RAVEL_PARENT_TRACESTATE}
  * ({@link JobContext}). The job's metadata holds {@code rl.run.id}; the submission id is
  * {@code <run id>-<6 hex>} unless one is given.
@@ -117,7 +117,10 @@ public final class RunSubmission {
     // the job's driver reads the resolved OTLP settings from RAVEL_OTLP_*, the headers from their file
     workerEnv.writeSecretFiles();
     Map<String, String> vars = new LinkedHashMap<>(workerEnv.variables());
-    vars.put("RAVEL_RAY_VENV", home.venv().toString());
+    // the job's bin/ravel runs on the same Ray as this submitter's (same release, virtualenv and jar)
+    vars.put(RayHome.VENV_ENV, home.venv().toString());
+    vars.put(RayHome.VERSION_ENV, home.version());
+    home.jarOverride().ifPresent(j -> vars.put(RayHome.JAR_ENV, j.toString()));
     vars.put("JAVA_HOME", System.getProperty("java.home"));
     vars.put(JobContext.SUBMISSION_ID_ENV, submissionId);
     vars.putAll(JobContext.toEnvironment(parent));

@@ -2,6 +2,7 @@ package dev.ravel.driver.session;
 
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
+import dev.ravel.driver.cluster.RayVersions;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.env.WorkerEnvironment;
 import dev.ravel.telemetry.otlp.OtlpSettings;
@@ -83,6 +84,9 @@ public final class DriverSession implements AutoCloseable {
       }
       this.address = addr;
       this.head = started;
+      // a driver of another Ray release than the cluster's fails inside Ray.init() with an NPE: say so first
+      RayVersions.check(addr, started != null ? started.dashboardUrl()
+          : RayVersions.dashboardOf(addr, env.get(RayVersions.DASHBOARD_ENV)));
       connect(addr, codePath, b.workerJvmOptions);
     } catch (RuntimeException | Error e) {
       // for example Ray.init() failing on a jar or native-library mismatch: leave no head running

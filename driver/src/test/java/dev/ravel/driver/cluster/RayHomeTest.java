@@ -16,7 +16,7 @@ import org.junit.jupiter.api.condition.OS;
 import org.junit.jupiter.api.io.TempDir;
 
 final class RayHomeTest {
-  private static final String VENV_NAME = "ray-" + RayHome.RAY_VERSION + "-py311";
+  private static final String VENV_NAME = "ray-" + RayHome.DEFAULT_RAY_VERSION + "-py311";
 
   @TempDir
   Path tmp;
@@ -87,7 +87,7 @@ final class RayHomeTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining(venv.toString())
         .hasMessageContaining("scripts/setup-ray.sh")
-        .hasMessageContaining(RayHome.RAY_VERSION);
+        .hasMessageContaining(RayHome.DEFAULT_RAY_VERSION);
   }
 
   @Test
@@ -133,5 +133,51 @@ final class RayHomeTest {
 
     assertThat(RayHome.locate(Map.of()).workerCodeSearchPath())
         .containsExactly(jar.toAbsolutePath(), lib.toAbsolutePath());
+  }
+
+  @Test
+  void locate_ravelRayVersionPicksTheVirtualenvOfThatVersion() {
+    RayHome home = RayHome.locate(Map.of("RAVEL_RAY_VERSION", "2.39.0", "XDG_CACHE_HOME", tmp.toString()));
+
+    assertThat(home.version()).isEqualTo("2.39.0");
+    assertThat(home.venv()).isEqualTo(tmp.resolve("ravel").resolve("ray-2.39.0-py311"));
+  }
+
+  @Test
+  void locate_badVersionIsRejectedNamingTheSetting() {
+    assertThatThrownBy(() -> RayHome.locate(Map.of("RAVEL_RAY_VERSION", "latest")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("RAVEL_RAY_VERSION").hasMessageContaining("'latest'");
+  }
+
+  @Test
+  void rayJar_theVirtualenvsWheelJarAndItsRelease() throws IOException {
+    Path jars = Files.createDirectories(tmp.resolve("venv/lib/python3.11/site-packages/ray/jars"));
+    Path jar = Files.createFile(jars.resolve("ray_dist.jar"));
+    Files.writeString(jars.getParent().resolve("_version.py"), "commit = \"abc\"\nversion = \"2.60.0\"\n");
+
+    RayHome home = RayHome.locate(Map.of("RAVEL_RAY_VENV", tmp.resolve("venv").toString()));
+
+    assertThat(home.rayJar()).isEqualTo(jar);
+    assertThat(RayHome.versionOfJar(jar)).contains("2.60.0");
+  }
+
+  @Test
+  void rayJar_ravelRayJarWinsAndMustExist() throws IOException {
+    Path jar = Files.createFile(tmp.resolve("cluster-ray.jar"));
+
+    assertThat(RayHome.locate(Map.of("RAVEL_RAY_JAR", jar.toString())).rayJar()).isEqualTo(jar);
+    assertThat(RayHome.locate(Map.of("RAVEL_RAY_JAR", jar.toString())).jarOverride()).contains(jar);
+    assertThatThrownBy(() -> RayHome.locate(Map.of("RAVEL_RAY_JAR", tmp.resolve("gone.jar").toString())).rayJar())
+        .isInstanceOf(IllegalStateException.class).hasMessageContaining("RAVEL_RAY_JAR");
+    assertThatThrownBy(() -> RayHome.locate(Map.of("RAVEL_RAY_VENV", tmp.resolve("empty").toString())).rayJar())
+        .isInstanceOf(IllegalStateException.class).hasMessageContaining("scripts/setup-ray.sh");
+  }
+
+  @Test
+  void versionOfJar_mavenJarsByNameOthersUnknown() {
+    assertThat(RayHome.versionOfJar(Path.of("/m2/io/ray/ray-runtime-2.39.0.jar"))).contains("2.39.0");
+    assertThat(RayHome.versionOfJar(Path.of("/m2/io/ray/ray-api-2.39.0.jar"))).contains("2.39.0");
+    assertThat(RayHome.versionOfJar(tmp.resolve("somewhere/ray_dist.jar"))).isEmpty();
   }
 }
