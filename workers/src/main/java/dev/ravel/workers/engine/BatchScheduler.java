@@ -178,6 +178,10 @@ final class BatchScheduler {
         s.held = before;
         release(s);
         telemetry.finish(s, FinishReason.ERROR, "model failed recomputing after a weight update: " + e);
+      } catch (Error e) {
+        // still running, for drain(): it must release what the budget counts for it
+        s.held = before;
+        throw e;
       }
     }
   }
