@@ -25,6 +25,10 @@ import java.util.function.LongSupplier;
  * they are prefilled again on re-admission. Sampling depends only on the logits and the position, so a
  * preempted request yields exactly the tokens it would have without preemption.
  *
+ * <p>A {@link RuntimeException} from the model fails only the request it was serving ({@link
+ * FinishReason#ERROR}); an {@link Error} propagates out of {@link #step} (the engine's loop dies of it)
+ * with that request still running or waiting, so that {@link #drain} returns it.
+ *
  * <p>Finished requests, preemptions and weight updates are handed to {@link RequestTelemetry}. One thread
  * owns the scheduler (the engine's scheduler thread); only {@link #updateModel} and the published getters
  * may be called from other threads.
@@ -174,6 +178,10 @@ final class BatchScheduler {
         s.held = before;
         release(s);
         telemetry.finish(s, FinishReason.ERROR, "model failed recomputing after a weight update: " + e);
+      } catch (Error e) {
+        // still running, for drain(): it must release what the budget counts for it
+        s.held = before;
+        throw e;
       }
     }
   }
@@ -206,6 +214,13 @@ final class BatchScheduler {
         s.held = 0;
         telemetry.finish(s, FinishReason.ERROR, "model failed in prefill: " + e);
         continue;
+      } catch (Error e) {
+        // the scheduler thread dies of this; put the request back where it was, so that drain() returns
+        // it and the crash path finishes it like the others (otherwise its future never completes)
+        s.cache = null;
+        s.held = 0;
+        waiting.addFirst(s);
+        throw e;
       }
       running.add(s);
       kvUsed += s.held;

@@ -105,8 +105,8 @@ final class EngineLoop {
 
   private void run() {
     String crash = null;
+    List<Sequence> arrivals = new ArrayList<>();
     try {
-      List<Sequence> arrivals = new ArrayList<>();
       while (true) {
         lock.lock();
         try {
@@ -131,12 +131,17 @@ final class EngineLoop {
       LOG.error("engine scheduler {} failed; failing its requests", thread.getName(), e);
       crash = "engine failed: " + e;
     } finally {
-      shutdown(crash);
+      shutdown(crash, arrivals);
     }
   }
 
-  private void shutdown(String crash) {
+  /**
+   * Finishes what the scheduler holds, then {@code arrivals} (taken from the inbox for a step that threw
+   * before queueing them all; those it queued or finished are finished once), then the inbox.
+   */
+  private void shutdown(String crash, List<Sequence> arrivals) {
     List<Sequence> left = scheduler.drain();
+    left.addAll(arrivals);
     lock.lock();
     try {
       closed = true;

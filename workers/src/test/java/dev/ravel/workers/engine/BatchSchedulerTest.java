@@ -2,6 +2,7 @@ package dev.ravel.workers.engine;
 
 import static dev.ravel.workers.engine.Requests.config;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.spans.EngineNames;
@@ -204,6 +205,25 @@ final class BatchSchedulerTest {
   }
 
   @Test
+  void step_modelThrowsAnErrorInPrefill_rethrowsItWithThatRequestBackFirstInTheQueueForDrain() {
+    BatchScheduler scheduler = scheduler(config().build(), new Poisoned(endless(1), Poisoned.Mode.PREFILL_ERROR));
+    Sequence ok = sequence("ok", 3, 5);
+    Sequence bad = sequence("bad", new int[] {POISON, 2, 3}, 5);
+    Sequence later = sequence("later", 3, 5);
+
+    assertThatThrownBy(() -> scheduler.step(List.of(ok, bad, later)))
+        .isInstanceOf(OutOfMemoryError.class).hasMessage("poisoned prefill");
+
+    assertThat(bad.future).isNotDone();
+    assertThat(bad.cache).isNull();
+    assertThat(bad.held).isZero();
+    List<Sequence> left = scheduler.drain();
+    scheduler.publish();
+    assertThat(left).containsExactly(ok, bad, later);
+    assertThat(scheduler.publishedKvUsed()).isZero();
+  }
+
+  @Test
   void decode_modelFailsFeedingAToken_errorsThatRequestAndReleasesItsKv() {
     BatchScheduler scheduler = scheduler(config().build(), new Poisoned(endless(1), Poisoned.Mode.DECODE));
     Sequence ok = sequence("ok", 3, 5);
@@ -299,7 +319,7 @@ final class BatchSchedulerTest {
 
   /** A {@link FakeModel} whose forward calls over a sequence starting with {@link #POISON} misbehave. */
   private static final class Poisoned implements LanguageModel {
-    enum Mode { PREFILL, DECODE, NAN_LOGITS }
+    enum Mode { PREFILL, PREFILL_ERROR, DECODE, NAN_LOGITS }
 
     private final FakeModel inner;
     private final Mode mode;
@@ -334,6 +354,11 @@ final class BatchSchedulerTest {
         case PREFILL -> {
           if (from == 0) {
             throw new IllegalStateException("poisoned prefill");
+          }
+        }
+        case PREFILL_ERROR -> {
+          if (from == 0) {
+            throw new OutOfMemoryError("poisoned prefill");
           }
         }
         case DECODE -> {

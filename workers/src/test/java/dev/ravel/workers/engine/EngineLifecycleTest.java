@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ravel.telemetry.spans.EngineNames;
 import dev.ravel.telemetry.spans.SpanNames;
 import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.sdk.trace.data.EventData;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import java.time.Duration;
@@ -155,6 +156,49 @@ final class EngineLifecycleTest {
     GenerationResult afterClose = engine.submit(request("late", 3, 4, 1)).get(1, TimeUnit.SECONDS);
     assertThat(afterClose.finishReason()).isEqualTo(FinishReason.ABORT);
     engine.close();
+  }
+
+  @Test
+  @Timeout(5)
+  void submit_modelThrowsAnErrorInPrefillAtAdmission_failsThatRequestAndTheOthersNamingTheError() throws Exception {
+    Telemetry telemetry = new Telemetry();
+    try {
+      // forward call 1 prefills p-0; call 2 prefills p-1, which has left the queue but is not running yet
+      AtomicLong calls = new AtomicLong();
+      FakeModel model = FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
+        if (calls.incrementAndGet() == 2) {
+          throw new OutOfMemoryError("simulated in prefill");
+        }
+      });
+      EmbeddedEngine engine = engine(config().tracing(true).build(), model, telemetry.sdk);
+
+      List<GenerationResult> results = engine.generate(batch("p", 3, 10));
+
+      String error = "engine failed: java.lang.OutOfMemoryError: simulated in prefill";
+      assertThat(results).extracting(GenerationResult::requestId).containsExactly("p-0", "p-1", "p-2");
+      assertThat(results).allSatisfy(r -> {
+        assertThat(r.finishReason()).as(r.requestId()).isEqualTo(FinishReason.ERROR);
+        assertThat(r.error()).as(r.requestId()).isEqualTo(error);
+        assertThat(r.completionTokens()).as(r.requestId()).isEmpty();
+      });
+      assertThat(results.get(1).stats().scheduledEpochNanos()).as("p-1 was admitted").isPositive();
+      assertThat(calls.get()).isEqualTo(2);
+      SpanData span = telemetry.spansNamed(SpanNames.LLM_REQUEST).stream()
+          .filter(d -> d.getAttributes().get(EngineNames.REQUEST_ID).equals("p-1")).findFirst().orElseThrow();
+      assertThat(span.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+      assertThat(span.getStatus().getDescription()).isEqualTo(error);
+      engine.close();
+      assertThat(engine.schedulerAlive()).isFalse();
+      EngineStats stats = engine.snapshot();
+      assertThat(stats.requestsFinished(FinishReason.ERROR)).isEqualTo(3);
+      assertThat(stats.running()).isZero();
+      assertThat(stats.waiting()).isZero();
+      assertThat(stats.kvTokensUsed()).isZero();
+      GenerationResult later = engine.submit(request("later", 3, 4, 1)).get(1, TimeUnit.SECONDS);
+      assertThat(later.error()).isEqualTo(error);
+    } finally {
+      telemetry.close();
+    }
   }
 
   @Test

@@ -15,14 +15,15 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(20)
 final class EngineLoopTest {
   private EngineLoop loop;
+  private BatchScheduler scheduler;
   private RequestTelemetry telemetry;
 
   private EngineLoop loop(LanguageModel model) {
     EngineConfig config = config().build();
     telemetry = new RequestTelemetry(config, OpenTelemetry.noop().getTracer("test"),
         new EngineMetrics(OpenTelemetry.noop().getMeter("test"), config.modelName()), System::nanoTime);
-    loop = new EngineLoop(config.modelName(), new BatchScheduler(config, model, telemetry, System::nanoTime),
-        telemetry);
+    scheduler = new BatchScheduler(config, model, telemetry, System::nanoTime);
+    loop = new EngineLoop(config.modelName(), scheduler, telemetry);
     return loop;
   }
 
@@ -72,5 +73,42 @@ final class EngineLoopTest {
     assertThat(later.future.join().error()).isEqualTo(r.error());
     assertThat(telemetry.finishedCounts()[FinishReason.ERROR.ordinal()]).isEqualTo(2);
     assertThat(loop.waitingNow()).isZero();
+  }
+
+  @Test
+  @Timeout(5)
+  void run_errorRecomputingAfterAWeightUpdate_alsoFailsTheRequestsArrivingInThatStep() throws Exception {
+    FakeModel broken = FakeModel.of(2).onForward(() -> {
+      throw new StackOverflowError("simulated in recompute");
+    });
+    Sequence a = sequence("a");
+    Sequence b = sequence("b");
+    AtomicInteger calls = new AtomicInteger();
+    // mid-step on the scheduler thread: offer the broken model and queue b, so the next step takes b as an
+    // arrival and then fails recomputing a's cache before it queues b
+    EngineLoop loop = loop(FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
+      if (calls.incrementAndGet() == 2) {
+        scheduler.updateModel(broken);
+        this.loop.enqueue(List.of(b));
+      }
+    }));
+    loop.start();
+
+    loop.enqueue(List.of(a));
+
+    String error = "engine failed: java.lang.StackOverflowError: simulated in recompute";
+    for (Sequence s : List.of(a, b)) {
+      GenerationResult r = s.future.get();
+      assertThat(r.finishReason()).as(r.requestId()).isEqualTo(FinishReason.ERROR);
+      assertThat(r.error()).as(r.requestId()).isEqualTo(error);
+    }
+    assertThat(a.future.join().completionTokens()).hasSize(1);
+    assertThat(b.future.join().completionTokens()).isEmpty();
+    loop.close();
+    assertThat(loop.isAlive()).isFalse();
+    assertThat(telemetry.finishedCounts()[FinishReason.ERROR.ordinal()]).isEqualTo(2);
+    assertThat(loop.waitingNow()).isZero();
+    assertThat(scheduler.publishedRunning()).isZero();
+    assertThat(scheduler.publishedKvUsed()).isZero();
   }
 }
