@@ -1,21 +1,29 @@
 package dev.ravel.it.ray;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.cluster.RayVersions;
+import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.TraceQuality;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A short sync and a short async GRPO run on the Ray this test JVM was given (failsafe runs it once per
- * Ray version: the default and the compat one), on that Ray's own jar, against a head of that Ray.
+ * Ray version: the default and the compat one), on that Ray's own jar, against a head of that Ray; and a
+ * head of the other Ray, which the driver refuses at start.
  */
 final class RaySmokeIT {
   private static final int STEPS = 3;
@@ -45,6 +53,28 @@ final class RaySmokeIT {
     check(GrpoRuns.run(runs, "smoke-async", "run.mode=async", "grpo.steps=" + STEPS,
         "grpo.prompts_per_step=" + PROMPTS, "grpo.group_size=" + GROUP, "generation.workers=2",
         "telemetry.preset=all", "telemetry.engine_sample_ratio=1.0"));
+  }
+
+  @Test
+  void driver_clusterOfTheOtherRayFailsAtStartNamingBothVersions() {
+    Path otherVenv = Path.of(System.getProperty("ravel.ray.other.venv"));
+    RayHome other = RayHome.locate(Map.of(RayHome.VENV_ENV, otherVenv.toString()));
+    String otherVersion = RayHome.versionOfJar(other.rayJar()).orElseThrow();
+    String mine = RayVersions.driverVersion().orElseThrow();
+    assertThat(otherVersion).isNotEqualTo(mine);
+
+    try (LocalRayHead head = LocalRayHead.builder(other).start()) {
+      Map<String, String> env = new HashMap<>(TestEnv.clean());
+      env.put("RAY_ADDRESS", head.address());
+      env.put(RayVersions.DASHBOARD_ENV, head.dashboardUrl().toString());
+      RunConfig config = RunConfig.load(null, List.of("telemetry.runs_dir=" + runs), env);
+
+      assertThatThrownBy(() -> DriverSession.builder(config.telemetry()).env(env).start())
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("runs Ray " + otherVersion)
+          .hasMessageContaining("this driver runs Ray " + mine)
+          .hasMessageContaining(RayHome.JAR_ENV);
+    }
   }
 
   private static void check(GrpoRuns.Finished run) {
