@@ -160,6 +160,7 @@ public final class LocalRayHead implements AutoCloseable {
     private boolean dashboard = true;
     private int numCpus = 0;
     private final Map<String, String> env = new LinkedHashMap<>();
+    private Map<String, String> base;
     private Path logDir;
     private Duration startTimeout = Duration.ofSeconds(90);
 
@@ -196,6 +197,15 @@ public final class LocalRayHead implements AutoCloseable {
      */
     public Builder env(String name, String value) {
       env.put(name, value);
+      return this;
+    }
+
+    /**
+     * The whole environment the head starts with, instead of this process's own (built on purpose, for
+     * example a {@code HeadEnvironment} without the driver's telemetry settings); {@link #env} adds to it.
+     */
+    public Builder environment(Map<String, String> environment) {
+      this.base = Map.copyOf(environment);
       return this;
     }
 
@@ -242,6 +252,10 @@ public final class LocalRayHead implements AutoCloseable {
         throw new UncheckedIOException(e);
       }
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+      if (base != null) {
+        pb.environment().clear();
+        pb.environment().putAll(base);
+      }
       pb.environment().put("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0");
       pb.environment().putAll(env);
       Process p;

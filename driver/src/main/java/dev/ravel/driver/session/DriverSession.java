@@ -4,6 +4,7 @@ import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.cluster.RayVersions;
 import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.env.HeadEnvironment;
 import dev.ravel.telemetry.env.WorkerEnvironment;
 import dev.ravel.telemetry.otlp.OtlpSettings;
 import dev.ravel.telemetry.sdk.ExportStats;
@@ -74,7 +75,12 @@ public final class DriverSession implements AutoCloseable {
     try {
       String addr = b.address != null ? b.address : env.getOrDefault("RAY_ADDRESS", "");
       if (addr.isEmpty()) {
-        LocalRayHead.Builder hb = LocalRayHead.builder(home);
+        // the head and every process it starts inherit this: no OTLP endpoint, header or CA of the driver's
+        HeadEnvironment headEnv = HeadEnvironment.of(config, env);
+        if (!headEnv.heldBack().isEmpty() || !headEnv.passed().isEmpty()) {
+          LOG.info("local Ray head environment: {}", headEnv.summary());
+        }
+        LocalRayHead.Builder hb = LocalRayHead.builder(home).environment(headEnv.variables());
         b.headEnv.forEach(hb::env);
         if (b.numCpus > 0) {
           hb.numCpus(b.numCpus);

@@ -135,6 +135,21 @@ final class LocalRayHeadTest {
   }
 
   @Test
+  void start_environmentReplacesThisProcesssOwn() throws IOException {
+    fakeRay(READY);
+    Map<String, String> base = new java.util.HashMap<>();
+    base.put("PATH", System.getenv("PATH"));
+    base.put("RAVEL_TEST_BASE", "kept");
+
+    start(builder().dashboard(false).environment(base).env("RAVEL_TEST_ADDED", "1"));
+
+    List<String> env = Files.readAllLines(record.resolve("env"), StandardCharsets.UTF_8);
+    assertThat(env).contains("RAVEL_TEST_BASE=kept", "RAVEL_TEST_ADDED=1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0");
+    // HOME is in this JVM's environment but not in the one given: the head does not inherit it
+    assertThat(env).noneMatch(l -> l.startsWith("HOME="));
+  }
+
+  @Test
   void start_reportsTheHeadsAddressDashboardUrlAndPid() throws IOException {
     fakeRay(READY);
 

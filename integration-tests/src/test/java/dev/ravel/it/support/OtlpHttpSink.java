@@ -1,6 +1,8 @@
 package dev.ravel.it.support;
 
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
 import io.opentelemetry.proto.common.v1.KeyValue;
@@ -14,6 +16,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
 
 /**
  * An OTLP/HTTP traces receiver on 127.0.0.1 that decodes each protobuf {@code ExportTraceServiceRequest}
@@ -21,13 +24,36 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class OtlpHttpSink implements AutoCloseable {
   private final HttpServer server;
+  private final String scheme;
   private final AtomicInteger requests = new AtomicInteger();
   private final List<Received> spans = new CopyOnWriteArrayList<>();
+  private final List<String> authorizations = new CopyOnWriteArrayList<>();
 
   public OtlpHttpSink() throws IOException {
-    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    this(HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0), "http");
+  }
+
+  /** A receiver over TLS with the key and certificate of {@code tls}. */
+  public static OtlpHttpSink tls(SSLContext tls) throws IOException {
+    HttpsServer server = HttpsServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.setHttpsConfigurator(new HttpsConfigurator(tls));
+    return new OtlpHttpSink(server, "https");
+  }
+
+  private OtlpHttpSink(HttpServer server, String scheme) {
+    this.server = server;
+    this.scheme = scheme;
     server.createContext("/", exchange -> {
       requests.incrementAndGet();
+      String auth = exchange.getRequestHeaders().getFirst("Authorization");
+      authorizations.add(auth == null ? "" : auth);
+      if (!exchange.getRequestURI().getPath().endsWith("/v1/traces")) {
+        // other signals (metrics): accepted, not decoded; an empty body is an empty protobuf response
+        exchange.getRequestBody().readAllBytes();
+        exchange.sendResponseHeaders(200, -1);
+        exchange.close();
+        return;
+      }
       try (InputStream in = exchange.getRequestBody()) {
         ExportTraceServiceRequest req = ExportTraceServiceRequest.parseFrom(in.readAllBytes());
         for (ResourceSpans rs : req.getResourceSpansList()) {
@@ -64,9 +90,14 @@ public final class OtlpHttpSink implements AutoCloseable {
     return server.getAddress().getPort();
   }
 
-  /** {@code http://127.0.0.1:<port>} */
+  /** {@code http://127.0.0.1:<port>} ({@code https} for a TLS receiver) */
   public String baseUrl() {
-    return "http://127.0.0.1:" + port();
+    return scheme + "://127.0.0.1:" + port();
+  }
+
+  /** The {@code Authorization} header of each request received ("" when absent). */
+  public List<String> authorizations() {
+    return List.copyOf(authorizations);
   }
 
   public int requests() {

@@ -52,6 +52,7 @@ public final class WorkerEnvironment {
       "OTEL_TRACES_SAMPLER_ARG");
 
   private static final String MASK = "****";
+  private static final String OTEL_PREFIX = "OTEL_";
 
   /** Names the file that holds the OTLP headers, instead of the headers themselves. */
   public static final String HEADERS_FILE = OtlpSettings.WORKER_PREFIX + "HEADERS_FILE";
@@ -99,8 +100,7 @@ public final class WorkerEnvironment {
       vars.put("OTEL_TRACES_SAMPLER", "parentbased_always_on");
     }
     for (String name : config.envPassthrough()) {
-      if (MASKED.contains(name) || name.startsWith(TelemetryConfig.ENV_PREFIX)
-          || name.startsWith(OtlpSettings.WORKER_PREFIX)) {
+      if (MASKED.contains(name) || (isTelemetryVariable(name) && !name.startsWith(OTEL_PREFIX))) {
         throw new ConfigException("telemetry.env_passthrough",
             name + " is set by Ravel's worker-environment policy and cannot be passed through"
                 + (MASKED.contains(name) ? " (turn on telemetry.engine_tracing to let engines see OTLP settings)" : ""));
@@ -152,6 +152,16 @@ public final class WorkerEnvironment {
     new TreeMap<>(variables).forEach((k, v) -> sb.append(k).append('=')
         .append(isSecret(k) && !v.isEmpty() ? MASK : v).append('\n'));
     return sb.toString();
+  }
+
+  /**
+   * Whether {@code name} is a telemetry setting: any {@code OTEL_*} variable, or one of Ravel's own
+   * ({@code RAVEL_TELEMETRY_*}, {@code RAVEL_OTLP_*}). The one list both the worker policy and the local
+   * head's environment ({@link HeadEnvironment}) go by.
+   */
+  public static boolean isTelemetryVariable(String name) {
+    return name.startsWith(OTEL_PREFIX) || name.startsWith(TelemetryConfig.ENV_PREFIX)
+        || name.startsWith(OtlpSettings.WORKER_PREFIX);
   }
 
   /** Whether a variable's value must never be printed (headers, tokens, passwords, keys). */

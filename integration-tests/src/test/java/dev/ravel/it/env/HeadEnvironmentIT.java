@@ -1,0 +1,260 @@
+package dev.ravel.it.env;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.it.support.OtlpHttpSink;
+import dev.ravel.it.support.TestEnv;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A user's run with an OTLP endpoint over TLS (a private CA) and an auth header in the driver's environment:
+ * export still arrives over TLS with the header, while no process of the local head that Ravel starts (GCS,
+ * raylet, dashboard, agents, the Java workers it launches) has the header or the endpoint in its
+ * environment, and the header is in no file of the run, no Ray log and no output.
+ */
+final class HeadEnvironmentIT {
+  private static final Pattern HEAD_PID = Pattern.compile("Ray head started at 127\\.0\\.0\\.1:(\\d+) \\(pid (\\d+),");
+  private static final char[] STORE_PASSWORD = "ravel-it".toCharArray();
+
+  @TempDir
+  Path tmp;
+
+  @Test
+  void run_headInheritsNoEndpointNorHeaderAndExportStillArrivesOverTlsWithIt() throws Exception {
+    String token = "ravel-it-" + HexFormat.of().formatHex(java.security.SecureRandom.getInstanceStrong()
+        .generateSeed(12));
+    Path ca = certificate(tmp);
+    try (OtlpHttpSink sink = OtlpHttpSink.tls(tls(tmp.resolve("server.p12")))) {
+      String endpoint = sink.baseUrl();
+      Map<String, String> env = new HashMap<>(TestEnv.clean());
+      env.put("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+      env.put("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
+      env.put("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20" + token);
+      env.put("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.toString());
+      Path runs = tmp.resolve("runs");
+      Instant started = Instant.now();
+      Path out = tmp.resolve("out.txt");
+      Path err = tmp.resolve("err.txt");
+      Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
+      ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "run",
+          home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=60", "telemetry.exporter=both",
+          "telemetry.runs_dir=" + runs, "telemetry.run_id=it-head-env")
+          .redirectOutput(out.toFile()).redirectError(err.toFile());
+      pb.environment().clear();
+      pb.environment().putAll(env);
+      Process driver = pb.start();
+      int gcsPort;
+      long headPid;
+      List<Proc> seen;
+      try {
+        Matcher m = awaitOutput(out, driver, HEAD_PID, "step   3/");
+        gcsPort = Integer.parseInt(m.group(1));
+        headPid = Long.parseLong(m.group(2));
+
+        seen = descendantsOf(headPid);
+        assertThat(seen).extracting(Proc::cmdline).anyMatch(c -> c.contains("raylet"))
+            .anyMatch(c -> c.contains("gcs_server")).anyMatch(Proc::isJavaWorker);
+        for (Proc p : seen) {
+          assertThat(p.environ()).as("environment of %s", p).doesNotContain(token);
+          if (p.isJavaWorker()) {
+            // Ravel's workers get their settings explicitly (RAVEL_OTLP_*, the header through a file); the
+            // standard variables that would turn on a third-party engine's tracing are masked
+            assertThat(p.variable("OTEL_EXPORTER_OTLP_ENDPOINT")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
+            assertThat(p.variable("OTEL_EXPORTER_OTLP_HEADERS")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
+            assertThat(p.variable("OTEL_EXPORTER_OTLP_CERTIFICATE")).as("%s", p).isEmpty();
+          } else {
+            assertThat(p.environ()).as("environment of %s", p).doesNotContain(endpoint)
+                .doesNotContain("OTEL_EXPORTER_OTLP");
+          }
+        }
+        assertThat(driver.waitFor(300, TimeUnit.SECONDS)).as("the run ends").isTrue();
+      } finally {
+        if (driver.isAlive()) {
+          driver.destroy();
+          driver.waitFor(30, TimeUnit.SECONDS);
+        }
+      }
+      String stdout = Files.readString(out, StandardCharsets.UTF_8);
+      String stderr = Files.readString(err, StandardCharsets.UTF_8);
+      assertThat(driver.exitValue()).as("stdout:\n%s\nstderr:\n%s", stdout, stderr).isZero();
+      assertThat(stdout + stderr).doesNotContain(token)
+          .contains("local Ray head environment: held back OTEL_EXPORTER_OTLP_CERTIFICATE, "
+              + "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_PROTOCOL; passed none");
+
+      assertThat(sink.spans()).isNotEmpty();
+      assertThat(sink.authorizations()).isNotEmpty().allSatisfy(a -> assertThat(a).isEqualTo("Bearer " + token));
+      assertThat(sink.spans()).extracting(OtlpHttpSink.Received::role).contains("driver", "generation_worker");
+
+      assertThat(filesContaining(runs, token, Instant.EPOCH)).as("run folder").isEmpty();
+      assertThat(filesContaining(Path.of(System.getProperty("java.io.tmpdir"), "ray-head-" + gcsPort + ".log"), token,
+          Instant.EPOCH)).as("head log").isEmpty();
+      assertThat(filesContaining(Path.of("/tmp/ray"), token, started)).as("Ray's session logs").isEmpty();
+    }
+  }
+
+  /** A self-signed certificate for 127.0.0.1 (its own CA) in a PKCS#12 store; returns the PEM of the CA. */
+  private static Path certificate(Path dir) throws IOException, InterruptedException {
+    String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
+    Path store = dir.resolve("server.p12");
+    Path pem = dir.resolve("ca.pem");
+    exec(keytool, "-genkeypair", "-alias", "otlp", "-keyalg", "RSA", "-keysize", "2048", "-validity", "2",
+        "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1", "-keystore", store.toString(), "-storetype",
+        "PKCS12", "-storepass", new String(STORE_PASSWORD), "-keypass", new String(STORE_PASSWORD));
+    exec(keytool, "-exportcert", "-rfc", "-alias", "otlp", "-keystore", store.toString(), "-storepass",
+        new String(STORE_PASSWORD), "-file", pem.toString());
+    return pem;
+  }
+
+  private static void exec(String... cmd) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(String.join(" ", cmd) + "\n" + output).isZero();
+  }
+
+  private static SSLContext tls(Path store) throws Exception {
+    KeyStore ks = KeyStore.getInstance("PKCS12");
+    try (InputStream in = Files.newInputStream(store)) {
+      ks.load(in, STORE_PASSWORD);
+    }
+    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+    kmf.init(ks, STORE_PASSWORD);
+    SSLContext ctx = SSLContext.getInstance("TLS");
+    ctx.init(kmf.getKeyManagers(), null, null);
+    return ctx;
+  }
+
+  /** Waits (bounded) until the output has matched {@code pattern} and then contains {@code after}. */
+  private static Matcher awaitOutput(Path out, Process driver, Pattern pattern, String after) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
+    while (System.nanoTime() < deadline) {
+      String text = Files.readString(out, StandardCharsets.UTF_8);
+      Matcher m = pattern.matcher(text);
+      if (m.find() && text.contains(after)) {
+        return m;
+      }
+      if (!driver.isAlive()) {
+        throw new AssertionError("the driver ended early (" + driver.exitValue() + "):\n" + text);
+      }
+      Thread.sleep(200);
+    }
+    throw new AssertionError("no '" + pattern + "' then '" + after + "' within 240 s:\n" + Files.readString(out));
+  }
+
+  /** A process read from /proc. */
+  private record Proc(long pid, String cmdline, String environ) {
+    boolean isJavaWorker() {
+      return cmdline.contains("java") && cmdline.contains("io.ray.runtime.runner.worker");
+    }
+
+    Optional<String> variable(String name) {
+      for (String kv : environ.split("\n")) {
+        if (kv.startsWith(name + "=")) {
+          return Optional.of(kv.substring(name.length() + 1));
+        }
+      }
+      return Optional.empty();
+    }
+
+    @Override
+    public String toString() {
+      return pid + " " + (cmdline.length() > 160 ? cmdline.substring(0, 160) + "..." : cmdline);
+    }
+  }
+
+  /** {@code root} and every process below it, with command line and environment, from /proc. */
+  private static List<Proc> descendantsOf(long root) throws IOException {
+    Map<Long, Long> parent = new HashMap<>();
+    try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
+      for (Path p : procs.filter(x -> x.getFileName().toString().matches("\\d+")).toList()) {
+        try {
+          String stat = Files.readString(p.resolve("stat"));
+          String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+          parent.put(Long.parseLong(p.getFileName().toString()), Long.parseLong(f[1]));
+        } catch (NoSuchFileException e) {
+          // ended meanwhile
+        }
+      }
+    }
+    List<Proc> out = new ArrayList<>();
+    for (Long pid : parent.keySet()) {
+      long p = pid;
+      for (int depth = 0; depth < 64 && p > 1; depth++) {
+        if (p == root) {
+          try {
+            Path dir = Path.of("/proc", String.valueOf(pid));
+            out.add(new Proc(pid, nulToSpace(Files.readAllBytes(dir.resolve("cmdline")), ' '),
+                nulToSpace(Files.readAllBytes(dir.resolve("environ")), '\n')));
+          } catch (NoSuchFileException e) {
+            // ended meanwhile
+          }
+          break;
+        }
+        p = parent.getOrDefault(p, 1L);
+      }
+    }
+    return out;
+  }
+
+  private static String nulToSpace(byte[] bytes, char with) {
+    return new String(bytes, StandardCharsets.UTF_8).replace('\0', with);
+  }
+
+  /** Regular files under {@code root} (or {@code root} itself) modified since {@code since} that contain {@code text}. */
+  private static List<Path> filesContaining(Path root, String text, Instant since) throws IOException {
+    if (!Files.exists(root)) {
+      return List.of();
+    }
+    List<Path> hits = new ArrayList<>();
+    byte[] needle = text.getBytes(StandardCharsets.UTF_8);
+    try (Stream<Path> files = Files.walk(root)) {
+      for (Path f : files.filter(Files::isRegularFile).toList()) {
+        try {
+          if (Files.getLastModifiedTime(f).toInstant().isBefore(since) || Files.size(f) > 256L << 20) {
+            continue;
+          }
+          if (indexOf(Files.readAllBytes(f), needle) >= 0) {
+            hits.add(f);
+          }
+        } catch (IOException e) {
+          // a socket or a file that went away
+        }
+      }
+    }
+    return hits;
+  }
+
+  private static int indexOf(byte[] hay, byte[] needle) {
+    outer:
+    for (int i = 0; i + needle.length <= hay.length; i++) {
+      for (int j = 0; j < needle.length; j++) {
+        if (hay[i + j] != needle[j]) {
+          continue outer;
+        }
+      }
+      return i;
+    }
+    return -1;
+  }
+}
