@@ -74,7 +74,8 @@ final class HeadEnvironmentIT {
 
         seen = descendantsOf(headPid);
         assertThat(seen).extracting(Proc::cmdline).anyMatch(c -> c.contains("raylet"))
-            .anyMatch(c -> c.contains("gcs_server")).anyMatch(Proc::isJavaWorker);
+            .anyMatch(c -> c.contains("gcs_server"));
+        assertThat(seen).as("processes of the head").anyMatch(Proc::isJavaWorker);
         for (Proc p : seen) {
           assertThat(p.environ()).as("environment of %s", p).doesNotContain(token);
           if (p.isJavaWorker()) {
