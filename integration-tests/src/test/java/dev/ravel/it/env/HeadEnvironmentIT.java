@@ -65,7 +65,7 @@ final class HeadEnvironmentIT {
       pb.environment().putAll(env);
       Process driver = pb.start();
       int gcsPort;
-      long headPid;
+      long headPid = -1;
       List<Proc> seen;
       try {
         Matcher m = awaitOutput(out, driver, HEAD_PID, "step   3/");
@@ -95,6 +95,7 @@ final class HeadEnvironmentIT {
           driver.destroy();
           driver.waitFor(30, TimeUnit.SECONDS);
         }
+        stopLeftover(headPid);
       }
       String stdout = Files.readString(out, StandardCharsets.UTF_8);
       String stderr = Files.readString(err, StandardCharsets.UTF_8);
@@ -111,6 +112,16 @@ final class HeadEnvironmentIT {
       assertThat(filesContaining(Path.of(System.getProperty("java.io.tmpdir"), "ray-head-" + gcsPort + ".log"), token,
           Instant.EPOCH)).as("head log").isEmpty();
       assertThat(filesContaining(Path.of("/tmp/ray"), token, started)).as("Ray's session logs").isEmpty();
+    }
+  }
+
+  /** After a failure: the head the driver started, if it outlived the driver, and its processes, by PID. */
+  private static void stopLeftover(long headPid) {
+    if (headPid > 0) {
+      ProcessHandle.of(headPid).ifPresent(h -> {
+        h.descendants().forEach(ProcessHandle::destroyForcibly);
+        h.destroyForcibly();
+      });
     }
   }
 
