@@ -1,6 +1,7 @@
 package dev.ravel.driver.cluster;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -19,13 +20,23 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A single-node Ray head on loopback only (GCS, raylet, dashboard on 127.0.0.1), started as
- * {@code ray start --head --block} so that it is stopped by its own PID: {@link #close()} sends it SIGTERM,
- * upon which Ray stops the processes it started; any that remain are then stopped by their own PIDs.
+ * {@code ray start --head --block} in a process group of its own, under a small supervisor
+ * ({@code head-supervisor.sh}) that lives exactly as long as the head and stops the head's whole process
+ * group, by its id, when the driver that started it is gone: whatever ended the driver, SIGKILL and the OOM
+ * killer included, which no code in the driver can catch. The supervisor watches the driver's PID together
+ * with its start time (so a recycled PID does not count) every half second. The parent-death signal
+ * ({@code PR_SET_PDEATHSIG}) was not used: Java cannot set it, and Linux sends it when the forking thread
+ * ends, not the driver process, so it would fire early or never.
+ *
+ * <p>{@link #close()} tells the supervisor to stop the head (SIGTERM to the whole group, then SIGKILL after
+ * 4 s); anything that still remains is then stopped by its own PID.
  */
 public final class LocalRayHead implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(LocalRayHead.class);
@@ -33,7 +44,12 @@ public final class LocalRayHead implements AutoCloseable {
   private static final int PORT_MIN = 20000;
   private static final int PORT_MAX = 29999;
 
+  private static final Pattern RAY_PID = Pattern.compile("ravel-head-supervisor: ray pid (\\d+)");
+  private static final String SUPERVISOR = "dev/ravel/driver/cluster/head-supervisor.sh";
+
+  /** The supervisor; the head ({@code ray start}) is its child. */
   private final Process process;
+  private volatile long rayPid = -1;
   private final int gcsPort;
   private final int dashboardPort;
   private final Path log;
@@ -63,7 +79,13 @@ public final class LocalRayHead implements AutoCloseable {
     return URI.create("http://127.0.0.1:" + dashboardPort);
   }
 
+  /** The PID of {@code ray start}, which is also the id of the head's process group. */
   public long pid() {
+    return rayPid > 0 ? rayPid : process.pid();
+  }
+
+  /** The PID of the supervisor Ravel started the head under. */
+  public long supervisorPid() {
     return process.pid();
   }
 
@@ -97,6 +119,42 @@ public final class LocalRayHead implements AutoCloseable {
       if (!awaitExit(p, 10)) {
         p.destroyForcibly();
       }
+    }
+  }
+
+  /** The supervisor script, from this jar. */
+  static String supervisorScript() {
+    try (InputStream in = LocalRayHead.class.getClassLoader().getResourceAsStream(SUPERVISOR)) {
+      if (in == null) {
+        throw new IllegalStateException("classpath resource " + SUPERVISOR + " is missing from Ravel's driver jar");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + SUPERVISOR, e);
+    }
+  }
+
+  /**
+   * This process's start time, field 22 of {@code /proc/self/stat} (clock ticks since boot), which with the
+   * PID names this process uniquely; empty where there is no {@code /proc} (the supervisor then goes by
+   * the PID alone).
+   */
+  static String ownStartTime() {
+    try {
+      String stat = Files.readString(Path.of("/proc/self/stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+      return f.length > 19 ? f[19] : "";
+    } catch (IOException | RuntimeException e) {
+      return "";
+    }
+  }
+
+  private static long rayPid(Path log) {
+    try {
+      Matcher m = RAY_PID.matcher(Files.readString(log, StandardCharsets.ISO_8859_1));
+      return m.find() ? Long.parseLong(m.group(1)) : -1;
+    } catch (IOException | RuntimeException e) {
+      return -1;
     }
   }
 
@@ -251,7 +309,10 @@ public final class LocalRayHead implements AutoCloseable {
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+      List<String> supervised = new ArrayList<>(List.of("bash", "-c", supervisorScript(), "ravel-head-supervisor",
+          String.valueOf(ProcessHandle.current().pid()), ownStartTime(), "--"));
+      supervised.addAll(cmd);
+      ProcessBuilder pb = new ProcessBuilder(supervised).redirectErrorStream(true).redirectOutput(log.toFile());
       if (base != null) {
         pb.environment().clear();
         pb.environment().putAll(base);
@@ -271,7 +332,8 @@ public final class LocalRayHead implements AutoCloseable {
         head.close();
         throw e;
       }
-      LOG.info("Ray head started at {} (pid {}, dashboard {}, log {})", head.address(), p.pid(), head.dashboardUrl(), log);
+      LOG.info("Ray head started at {} (pid {}, dashboard {}, log {})", head.address(), head.pid(), head.dashboardUrl(),
+          log);
       return head;
     }
 
@@ -283,6 +345,9 @@ public final class LocalRayHead implements AutoCloseable {
         if (!head.process.isAlive()) {
           throw new IllegalStateException("ray start exited with " + head.process.exitValue() + "; log: "
               + head.log + "\n" + tail(head.log));
+        }
+        if (head.rayPid <= 0) {
+          head.rayPid = rayPid(head.log);
         }
         if (!started) {
           started = logContains(head.log, "Ray runtime started") && listening(head.gcsPort);

@@ -1,0 +1,153 @@
+package dev.ravel.driver.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledOnOs;
+import org.junit.jupiter.api.condition.OS;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The head supervisor script on its own: a stand-in driver (a {@code sleep} this test starts) and a
+ * stand-in head (a shell with a child, as {@code ray start} has GCS and raylet), all stopped by PID.
+ */
+@EnabledOnOs(OS.LINUX)
+final class HeadSupervisorTest {
+  @TempDir
+  Path tmp;
+
+  private final List<Process> started = new ArrayList<>();
+
+  @AfterEach
+  void stopAll() {
+    for (Process p : started) {
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
+    }
+    for (String name : List.of("head", "child")) {
+      recorded(name).ifPresent(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+    }
+  }
+
+  @Test
+  void ownStartTime_isThisProcesssStartTimeInTicks() {
+    assertThat(LocalRayHead.ownStartTime()).matches("[0-9]+");
+  }
+
+  @Test
+  void driverKilled_theHeadsWholeProcessGroupIsStoppedAndTheSupervisorEnds() throws Exception {
+    Process driver = start(new ProcessBuilder("sleep", "300"));
+    Process supervisor = supervise(driver.pid(), startTimeOf(driver.pid()));
+    long head = awaitRecorded("head");
+    long child = awaitRecorded("child");
+    Thread.sleep(1000);
+    assertThat(alive(head)).isTrue();
+    assertThat(alive(child)).isTrue();
+
+    driver.destroyForcibly(); // SIGKILL: nothing in the driver runs
+    assertThat(driver.waitFor(5, TimeUnit.SECONDS)).isTrue();
+
+    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).as("supervisor ends").isTrue();
+    assertThat(alive(head)).as("head").isFalse();
+    assertThat(alive(child)).as("head's child").isFalse();
+    assertThat(Files.readString(tmp.resolve("log"), StandardCharsets.UTF_8)).contains("driver " + driver.pid()
+        + " is gone");
+  }
+
+  @Test
+  void recycledDriverPid_countsAsGone() throws Exception {
+    // this JVM is alive, but with another start time it is not the driver the head was started for
+    Process supervisor = supervise(ProcessHandle.current().pid(), "1");
+    long head = awaitRecorded("head");
+
+    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(alive(head)).isFalse();
+  }
+
+  @Test
+  void supervisorTerminated_stopsTheHeadEvenIfItIgnoresSigterm() throws Exception {
+    Process supervisor = supervise(ProcessHandle.current().pid(), LocalRayHead.ownStartTime(), "trap '' TERM; ");
+    long head = awaitRecorded("head");
+    long child = awaitRecorded("child");
+
+    supervisor.destroy(); // SIGTERM, as LocalRayHead.close() sends
+
+    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(alive(head)).isFalse();
+    assertThat(alive(child)).isFalse();
+  }
+
+  @Test
+  void headExitsByItself_theSupervisorEndsWithItsExitCode() throws Exception {
+    Process supervisor = start(new ProcessBuilder("bash", "-c", LocalRayHead.supervisorScript(),
+        "ravel-head-supervisor", String.valueOf(ProcessHandle.current().pid()), LocalRayHead.ownStartTime(), "--",
+        "bash", "-c", "exit 3").redirectErrorStream(true).redirectOutput(tmp.resolve("log").toFile()));
+
+    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(supervisor.exitValue()).isEqualTo(3);
+  }
+
+  private Process supervise(long driverPid, String driverStart) throws IOException {
+    return supervise(driverPid, driverStart, "");
+  }
+
+  private Process supervise(long driverPid, String driverStart, String prefix) throws IOException {
+    String headScript = prefix + "echo $$ > '" + tmp.resolve("head") + "'; sleep 300 & echo $! > '"
+        + tmp.resolve("child") + "'; wait";
+    return start(new ProcessBuilder("bash", "-c", LocalRayHead.supervisorScript(), "ravel-head-supervisor",
+        String.valueOf(driverPid), driverStart, "--", "bash", "-c", headScript)
+        .redirectErrorStream(true).redirectOutput(tmp.resolve("log").toFile()));
+  }
+
+  private Process start(ProcessBuilder pb) throws IOException {
+    Process p = pb.start();
+    started.add(p);
+    return p;
+  }
+
+  private static String startTimeOf(long pid) throws IOException {
+    String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+    return stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ")[19];
+  }
+
+  private java.util.Optional<Long> recorded(String name) {
+    try {
+      String s = Files.readString(tmp.resolve(name)).trim();
+      return s.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of(Long.parseLong(s));
+    } catch (IOException | NumberFormatException e) {
+      return java.util.Optional.empty();
+    }
+  }
+
+  private long awaitRecorded(String name) throws InterruptedException {
+    for (int i = 0; i < 100; i++) {
+      var pid = recorded(name);
+      if (pid.isPresent()) {
+        return pid.get();
+      }
+      Thread.sleep(50);
+    }
+    throw new AssertionError("no " + name + " PID recorded within 5 s");
+  }
+
+  private static boolean alive(long pid) {
+    return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && !zombie(pid);
+  }
+
+  private static boolean zombie(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+      return stat.substring(stat.lastIndexOf(')') + 2).startsWith("Z");
+    } catch (IOException e) {
+      return false;
+    }
+  }
+}
