@@ -3,12 +3,13 @@ package dev.ravel.it.env;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.it.support.OtlpHttpSink;
+import dev.ravel.it.support.Procs;
+import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.TestEnv;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.security.KeyStore;
 import java.time.Instant;
@@ -68,7 +69,7 @@ final class HeadEnvironmentIT {
       long headPid = -1;
       List<Proc> seen;
       try {
-        Matcher m = awaitOutput(out, driver, HEAD_PID, "step   3/");
+        Matcher m = RavelCommand.awaitOutput(out, driver, HEAD_PID, "step   3/", 240);
         gcsPort = Integer.parseInt(m.group(1));
         headPid = Long.parseLong(m.group(2));
 
@@ -157,23 +158,6 @@ final class HeadEnvironmentIT {
     return ctx;
   }
 
-  /** Waits (bounded) until the output has matched {@code pattern} and then contains {@code after}. */
-  private static Matcher awaitOutput(Path out, Process driver, Pattern pattern, String after) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
-    while (System.nanoTime() < deadline) {
-      String text = Files.readString(out, StandardCharsets.UTF_8);
-      Matcher m = pattern.matcher(text);
-      if (m.find() && text.contains(after)) {
-        return m;
-      }
-      if (!driver.isAlive()) {
-        throw new AssertionError("the driver ended early (" + driver.exitValue() + "):\n" + text);
-      }
-      Thread.sleep(200);
-    }
-    throw new AssertionError("no '" + pattern + "' then '" + after + "' within 240 s:\n" + Files.readString(out));
-  }
-
   /** A process read from /proc. */
   private record Proc(long pid, String cmdline, String environ) {
     boolean isJavaWorker() {
@@ -195,42 +179,19 @@ final class HeadEnvironmentIT {
     }
   }
 
-  /** {@code root} and every process below it, with command line and environment, from /proc. */
+  /** {@code root} and every process below it, with command line and environment. */
   private static List<Proc> descendantsOf(long root) throws IOException {
-    Map<Long, Long> parent = new HashMap<>();
-    try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-      for (Path p : procs.filter(x -> x.getFileName().toString().matches("\\d+")).toList()) {
-        try {
-          String stat = Files.readString(p.resolve("stat"));
-          String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          parent.put(Long.parseLong(p.getFileName().toString()), Long.parseLong(f[1]));
-        } catch (NoSuchFileException e) {
-          // ended meanwhile
-        }
-      }
-    }
+    List<Long> pids = new ArrayList<>(Procs.descendants(root));
+    pids.add(0, root);
     List<Proc> out = new ArrayList<>();
-    for (Long pid : parent.keySet()) {
-      long p = pid;
-      for (int depth = 0; depth < 64 && p > 1; depth++) {
-        if (p == root) {
-          try {
-            Path dir = Path.of("/proc", String.valueOf(pid));
-            out.add(new Proc(pid, nulToSpace(Files.readAllBytes(dir.resolve("cmdline")), ' '),
-                nulToSpace(Files.readAllBytes(dir.resolve("environ")), '\n')));
-          } catch (NoSuchFileException e) {
-            // ended meanwhile
-          }
-          break;
-        }
-        p = parent.getOrDefault(p, 1L);
+    for (long pid : pids) {
+      Optional<String> cmdline = Procs.cmdline(pid);
+      Optional<String> environ = Procs.environ(pid);
+      if (cmdline.isPresent() && environ.isPresent()) {
+        out.add(new Proc(pid, cmdline.get(), environ.get()));
       }
     }
     return out;
-  }
-
-  private static String nulToSpace(byte[] bytes, char with) {
-    return new String(bytes, StandardCharsets.UTF_8).replace('\0', with);
   }
 
   /** Regular files under {@code root} (or {@code root} itself) modified since {@code since} that contain {@code text}. */

@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /** Runs this checkout's {@code bin/ravel} as a user would, in its own process, bounded in time. */
 public final class RavelCommand {
@@ -42,5 +44,27 @@ public final class RavelCommand {
       Files.deleteIfExists(out);
       Files.deleteIfExists(err);
     }
+  }
+
+  /**
+   * Waits (at most {@code seconds}) until a running command's output file has matched {@code pattern} and
+   * then contains {@code after}; fails with the output if the command ends first or the time runs out.
+   */
+  public static Matcher awaitOutput(Path out, Process command, Pattern pattern, String after, long seconds)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (System.nanoTime() < deadline) {
+      String text = Files.readString(out, StandardCharsets.UTF_8);
+      Matcher m = pattern.matcher(text);
+      if (m.find() && text.contains(after)) {
+        return m;
+      }
+      if (!command.isAlive()) {
+        throw new AssertionError("the command ended early (" + command.exitValue() + "):\n" + text);
+      }
+      Thread.sleep(200);
+    }
+    throw new AssertionError("no '" + pattern + "' then '" + after + "' within " + seconds + " s:\n"
+        + Files.readString(out, StandardCharsets.UTF_8));
   }
 }
