@@ -10,6 +10,7 @@ import dev.ravel.it.support.TestEnv;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,7 +41,7 @@ final class HeadLifetimeIT {
     try {
       Matcher m = run.await(HEAD, "step   3/");
       headPid = Long.parseLong(m.group(2));
-      List<Long> headProcesses = Procs.group(headPid);
+      List<Long> headProcesses = new ArrayList<>(Procs.group(headPid));
       headProcesses.addAll(Procs.descendants(headPid));
       assertThat(headProcesses).as("the head's processes").hasSizeGreaterThan(3);
 
