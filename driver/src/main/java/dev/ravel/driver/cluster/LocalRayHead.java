@@ -84,11 +84,6 @@ public final class LocalRayHead implements AutoCloseable {
     return rayPid > 0 ? rayPid : process.pid();
   }
 
-  /** The PID of the supervisor Ravel started the head under. */
-  public long supervisorPid() {
-    return process.pid();
-  }
-
   public Path logFile() {
     return log;
   }
