@@ -6,6 +6,9 @@ import dev.ravel.driver.grpo.RunSummary;
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
+import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.workers.generation.openai.OpenAiBackend;
+import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,6 +35,10 @@ final class RunCommand implements Callable<Integer> {
     }
     if (config.integer("cluster.num_cpus") > 0) {
       b.numCpus(config.integer("cluster.num_cpus"));
+    }
+    ServerBackendSpec servers = config.serverBackend();
+    if (servers != null && !servers.launches()) {
+      checkServers(servers); // a server that is down: one line naming it, before Ray starts
     }
     Instant started = Instant.now();
     String runId = config.telemetry().runId();
@@ -69,6 +76,16 @@ final class RunCommand implements Callable<Integer> {
         RunSummary.rewardTrend(steps, 3));
     System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ")");
     return 0;
+  }
+
+  private static void checkServers(ServerBackendSpec servers) {
+    try {
+      OpenAiBackend.checkServers(servers);
+    } catch (IllegalArgumentException e) {
+      String m = e.getMessage();
+      int colon = m.indexOf(": ");
+      throw new ConfigException(m.substring(0, colon), m.substring(colon + 2));
+    }
   }
 
   private static Map<String, String> stringify(Map<String, ?> m) {

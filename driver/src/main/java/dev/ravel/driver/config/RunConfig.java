@@ -7,9 +7,11 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.config.Values;
+import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,7 +35,10 @@ public final class RunConfig {
     section("run", "mode", "sync", "seed", 7);
     section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512);
     section("generation", "workers", 2, "backend", "embedded", "kv_token_budget", 4096,
-        "max_running_requests", 64, "max_concurrency", 32);
+        "max_running_requests", 64, "max_concurrency", 32, "model", "ravel-tiny",
+        // backend openai: the servers given, or one launched per worker
+        "servers", "", "launch", "", "launch_command", "", "connect_timeout_s", 5, "request_timeout_s", 120,
+        "launch_timeout_s", 60, "max_in_flight", 64, "refit", true, "server_heap_mb", 256);
     section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
         "max_trajectory_age_steps", 1, "checkpoint_every", 0);
@@ -208,10 +213,49 @@ public final class RunConfig {
     range("grpo.kl_beta", 0, 100, true);
     range("grpo.temperature", 0, 10, true);
     range("grpo.top_p", 0, 1, false);
+    if (string("generation.model").isBlank()) {
+      throw new ConfigException("generation.model", "must not be empty");
+    }
     String backend = string("generation.backend");
-    if (!backend.equals("embedded")) {
-      throw new ConfigException("generation.backend", "unknown backend '" + backend
-          + "' (valid: embedded; a vllm server backend is not available in this version)");
+    switch (backend) {
+      case BACKEND_EMBEDDED -> { }
+      case BACKEND_OPENAI -> serverBackend();
+      default -> throw new ConfigException("generation.backend", "unknown backend '" + backend
+          + "' (valid: " + BACKEND_EMBEDDED + ", " + BACKEND_OPENAI + ")");
+    }
+  }
+
+  /** The embedded engine in each generation worker's JVM. */
+  public static final String BACKEND_EMBEDDED = "embedded";
+  /** Inference servers speaking vLLM's OpenAI-compatible protocol. */
+  public static final String BACKEND_OPENAI = "openai";
+
+  /**
+   * The servers settings of {@code generation.backend: openai}, or null for the embedded backend.
+   *
+   * @throws ConfigException naming the first bad {@code generation.*} key
+   */
+  public ServerBackendSpec serverBackend() {
+    if (!string("generation.backend").equals(BACKEND_OPENAI)) {
+      return null;
+    }
+    try {
+      return ServerBackendSpec.builder()
+          .servers(Values.list("generation.servers", raw("generation.servers")))
+          .launch(string("generation.launch"))
+          .launchCommand(string("generation.launch_command"))
+          .connectTimeout(Duration.ofMillis(Math.round(number("generation.connect_timeout_s") * 1000)))
+          .requestTimeout(Duration.ofMillis(Math.round(number("generation.request_timeout_s") * 1000)))
+          .launchTimeout(Duration.ofMillis(Math.round(number("generation.launch_timeout_s") * 1000)))
+          .maxInFlight(integer("generation.max_in_flight"))
+          .refit(Values.bool("generation.refit", raw("generation.refit")))
+          .serverHeapMb(integer("generation.server_heap_mb"))
+          .build();
+    } catch (IllegalArgumentException e) {
+      String m = e.getMessage();
+      int colon = m.indexOf(": ");
+      throw colon > 0 ? new ConfigException(m.substring(0, colon), m.substring(colon + 2))
+          : new ConfigException("generation.backend", m);
     }
   }
 

@@ -13,6 +13,7 @@ import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
 import dev.ravel.workers.generation.GenerationWorkerSpec;
+import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import dev.ravel.workers.grpo.GrpoConfig;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.reward.RewardEnvironment;
@@ -55,12 +56,13 @@ final class GrpoActors {
   }
 
   /** Creates every actor of a run that starts from {@code weights} and waits until each is up. */
-  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights weights, String modelName,
-      int eos) {
-    GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
-        modelName, eos, weights);
+  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights weights, int eos) {
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     for (int i = 0; i < settings.workers(); i++) {
+      ServerBackendSpec servers = settings.servers() == null ? null
+          : settings.servers().withServers(settings.servers().shareOf(i, settings.workers()));
+      GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
+          settings.modelName(), eos, weights, servers);
       workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
           .maxConcurrency(settings.maxConcurrency()).remote());
     }

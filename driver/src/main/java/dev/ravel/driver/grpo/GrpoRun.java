@@ -18,8 +18,6 @@ import java.util.List;
  * which train through the one {@link TrainPhase}.
  */
 public final class GrpoRun {
-  private static final String MODEL_NAME = "ravel-tiny";
-
   private final DriverSession session;
   private final GrpoSettings settings;
   private final StepListener listener;
@@ -40,7 +38,7 @@ public final class GrpoRun {
   public List<StepMetrics> run() {
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings);
     ModelWeights initial = ModelWeights.init(ModelSpec.tiny(tokenizer.vocabSize()), settings.seed());
-    actors = GrpoActors.create(session, settings, initial, MODEL_NAME, tokenizer.eos());
+    actors = GrpoActors.create(session, settings, initial, tokenizer.eos());
     TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir());
     if (settings.async()) {
       async = new AsyncLoop(settings, actors, train, steps, initial);

@@ -2,6 +2,7 @@ package dev.ravel.driver.grpo;
 
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import dev.ravel.workers.grpo.GrpoConfig;
 
 /**
@@ -20,10 +21,12 @@ import dev.ravel.workers.grpo.GrpoConfig;
  * @param maxConcurrency calls a generation worker serves at once
  * @param grpo the trainer's settings
  * @param sampling the generation sampling settings (each request gets its own seed)
+ * @param modelName the policy's name in engine spans and metrics, and the model requested from servers
+ * @param servers the inference servers of the openai backend; null for the embedded engine
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
-    GrpoConfig grpo, SamplingParams sampling) {
+    GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers) {
 
   static GrpoSettings from(RunConfig config) {
     int steps = config.integer("grpo.steps");
@@ -54,7 +57,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         config.integer("grpo.max_trajectory_age_steps"), config.integer("grpo.checkpoint_every"),
         config.integer("generation.workers"), config.integer("generation.kv_token_budget"),
         config.integer("generation.max_running_requests"), config.integer("generation.max_concurrency"), grpo,
-        sampling);
+        sampling, config.string("generation.model"), config.serverBackend());
   }
 
   String mode() {

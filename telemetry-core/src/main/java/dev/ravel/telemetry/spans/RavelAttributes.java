@@ -50,4 +50,12 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> FLAT_GROUPS = AttributeKey.longKey("rl.grpo.flat_groups");
   /** Mean reward of a step's batch. */
   public static final AttributeKey<Double> REWARD_MEAN = AttributeKey.doubleKey("rl.reward.mean");
+
+  // HTTP (OpenTelemetry semantic conventions), on a failed request to an inference server
+  public static final AttributeKey<String> URL_FULL = AttributeKey.stringKey("url.full");
+  public static final AttributeKey<String> HTTP_REQUEST_METHOD = AttributeKey.stringKey("http.request.method");
+  public static final AttributeKey<Long> HTTP_RESPONSE_STATUS_CODE = AttributeKey.longKey("http.response.status_code");
+  public static final AttributeKey<String> ERROR_TYPE = AttributeKey.stringKey("error.type");
+  public static final AttributeKey<String> SERVER_ADDRESS = AttributeKey.stringKey("server.address");
+  public static final AttributeKey<Long> SERVER_PORT = AttributeKey.longKey("server.port");
 }

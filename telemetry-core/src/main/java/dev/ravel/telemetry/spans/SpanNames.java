@@ -26,6 +26,11 @@ public final class SpanNames {
   public static final String DEMO_RUN = "rl.demo.run";
   /** The inference engine's per-request span (vLLM's name). */
   public static final String LLM_REQUEST = "llm_request";
+  /**
+   * A generation worker's HTTP request to an inference server that failed (kind CLIENT, status ERROR): a
+   * request that succeeds has no span of its own, the server's {@code llm_request} is the worker call's child.
+   */
+  public static final String HTTP_REQUEST = "rl.worker.http_request";
 
   /**
    * The span an actor opens for a call it serves: {@code rl.<role>.<method in snake_case>}, for example

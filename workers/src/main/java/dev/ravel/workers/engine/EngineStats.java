@@ -38,6 +38,18 @@ public final class EngineStats implements Serializable {
     this.spansSampledOut = spansSampledOut;
   }
 
+  /**
+   * A snapshot assembled outside the embedded engine (an inference server's counters as a worker sees
+   * them); a reason missing from {@code finished} counts 0.
+   */
+  public static EngineStats of(Map<FinishReason, Long> finished, long preemptions, int running, int waiting,
+      int kvTokensUsed, int kvTokenBudget, long promptTokens, long generationTokens) {
+    long[] f = new long[FinishReason.values().length];
+    finished.forEach((r, n) -> f[r.ordinal()] = n);
+    return new EngineStats(f, preemptions, running, waiting, kvTokensUsed, kvTokenBudget, promptTokens,
+        generationTokens, 0, 0);
+  }
+
   /** Finished requests by finish reason (every reason present, zeros included). */
   public Map<FinishReason, Long> requestsFinished() {
     Map<FinishReason, Long> m = new EnumMap<>(FinishReason.class);

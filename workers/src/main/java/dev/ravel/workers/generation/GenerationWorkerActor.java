@@ -9,58 +9,62 @@ import dev.ravel.workers.engine.EngineConfig;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.generation.openai.OpenAiBackend;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.TinyLm;
 import io.ray.api.ObjectRef;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
 
-/** {@link GenerationWorker} over the {@link EmbeddedEngine}. */
+/**
+ * {@link GenerationWorker} over a {@link GenerationBackend}: the {@link EmbeddedEngine}, or inference
+ * servers over HTTP ({@link OpenAiBackend}) when the spec names them. Either way each request is re-stamped
+ * with the call's own trace context, so the engine's {@code llm_request} spans are children of
+ * {@code rl.worker.generate}.
+ */
 public final class GenerationWorkerActor extends RavelActor implements GenerationWorker {
-  private final EmbeddedEngine engine;
+  private final GenerationBackend backend;
 
   public GenerationWorkerActor(Payload<GenerationWorkerSpec> specPayload) {
     GenerationWorkerSpec spec = specPayload.value();
     TelemetryConfig t = telemetry().config();
-    EngineConfig config = EngineConfig.builder()
-        .kvTokenBudget(spec.kvTokenBudget())
-        .maxRunningRequests(spec.maxRunningRequests())
-        .modelName(spec.modelName())
-        .eosToken(spec.eosToken())
-        .tracing(t.engineTracing())
-        .sampleRatio(t.engineSampleRatio())
-        .slowRequest(t.engineSlowRequest())
-        .build();
-    this.engine = new EmbeddedEngine(config, TinyLm.of(spec.initialWeights()), telemetry().openTelemetry());
+    if (spec.servers() != null) {
+      this.backend = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
+          spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir());
+    } else {
+      EngineConfig config = EngineConfig.builder()
+          .kvTokenBudget(spec.kvTokenBudget())
+          .maxRunningRequests(spec.maxRunningRequests())
+          .modelName(spec.modelName())
+          .eosToken(spec.eosToken())
+          .tracing(t.engineTracing())
+          .sampleRatio(t.engineSampleRatio())
+          .slowRequest(t.engineSlowRequest())
+          .build();
+      this.backend = new EmbeddedBackend(
+          new EmbeddedEngine(config, TinyLm.of(spec.initialWeights()), telemetry().openTelemetry()));
+    }
   }
 
   @Override
   public List<GenerationResult> generate(List<GenerationRequest> requests) {
     TraceCarrier here = TraceCarrier.current();
-    return engine.generate(requests.stream().map(r -> r.withCarrier(here)).toList());
+    return backend.generate(requests.stream().map(r -> r.withCarrier(here)).toList());
   }
 
   @Override
   public GenerationResult generateAsync(GenerationRequest request) {
-    try {
-      return engine.submit(request.withCarrier(TraceCarrier.current())).get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while generating " + request.requestId(), e);
-    } catch (ExecutionException e) {
-      throw new IllegalStateException("generation of " + request.requestId() + " failed", e.getCause());
-    }
+    return backend.generate(request.withCarrier(TraceCarrier.current()));
   }
 
   @Override
   public long updateWeights(ObjectRef<Payload<ModelWeights>> weights) {
     ModelWeights w = weights.get().value();
-    engine.updateModel(TinyLm.of(w));
+    backend.updateWeights(w);
     return w.version();
   }
 
   @Override
   public EngineStats engineStats() {
-    return engine.snapshot();
+    return backend.stats();
   }
 }

@@ -1,0 +1,31 @@
+package dev.ravel.workers.generation;
+
+import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.model.ModelWeights;
+import java.util.List;
+
+/**
+ * Where a generation worker's requests are served: the engine in the worker's JVM, or inference servers
+ * over HTTP. Each request's {@link GenerationRequest#carrier() carrier} is the context its engine span
+ * ({@code llm_request}) becomes a child of. A request the backend cannot serve yields a result that did
+ * not {@linkplain GenerationResult#succeeded() succeed}, with the reason, rather than an exception.
+ */
+public interface GenerationBackend extends AutoCloseable {
+  /** Generates every request (batched by the engine); results in the order of {@code requests}. */
+  List<GenerationResult> generate(List<GenerationRequest> requests);
+
+  /** Generates one request; safe to call from many threads at once. */
+  GenerationResult generate(GenerationRequest request);
+
+  /** Serves later requests with {@code weights}; returns once the engine serves that version. */
+  void updateWeights(ModelWeights weights);
+
+  /** The engine's counters. */
+  EngineStats stats();
+
+  /** Stops the engine (and any server this backend started). Idempotent. */
+  @Override
+  void close();
+}

@@ -1,0 +1,165 @@
+package dev.ravel.workers.generation.openai;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ravel.workers.engine.FinishReason;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.SamplingParams;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The JSON of vLLM's {@code POST /v1/completions} as Ravel uses it (docs/openai-protocol.md): one request
+ * per completion ({@code n = 1}, the request's own seed, so every sample is reproducible and has its own
+ * request id), the prompt as token ids, and the sampled tokens' log-probs with
+ * {@code return_tokens_as_token_ids}, so that the completion's token ids and behaviour log-probs reach the
+ * trainer as from the embedded engine.
+ */
+final class CompletionsProtocol {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  /** vLLM writes each token as {@code token_id:<id>} under {@code return_tokens_as_token_ids}. */
+  private static final String TOKEN_ID_PREFIX = "token_id:";
+  /** Characters of a server's body kept in an error message. */
+  private static final int MAX_MESSAGE = 500;
+
+  private CompletionsProtocol() {}
+
+  /** A parsed completion: what became of one request. */
+  record Completion(String model, int[] tokens, float[] logprobs, FinishReason finishReason, int promptTokens,
+      int completionTokens) {}
+
+  /** The body of {@code POST /v1/completions} for {@code request}, addressed to {@code model}. */
+  static byte[] requestBody(GenerationRequest request, String model) {
+    SamplingParams p = request.params();
+    ObjectNode body = JSON.createObjectNode();
+    body.put("model", model);
+    ArrayNode prompt = body.putArray("prompt");
+    for (int t : request.promptTokens()) {
+      prompt.add(t);
+    }
+    body.put("n", 1);
+    body.put("max_tokens", p.maxTokens());
+    body.put("temperature", p.temperature());
+    body.put("top_p", p.topP());
+    body.put("seed", p.seed());
+    // 0 top alternatives: only the sampled token's log-prob (vLLM returns it for every position)
+    body.put("logprobs", 0);
+    body.put("return_tokens_as_token_ids", true);
+    body.put("stream", false);
+    try {
+      return JSON.writeValueAsBytes(body);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write a completions request", e);
+    }
+  }
+
+  /**
+   * Reads a completions response.
+   *
+   * @throws MalformedResponseException saying what is missing or wrong
+   */
+  static Completion parse(byte[] body) {
+    JsonNode root;
+    try {
+      root = JSON.readTree(body);
+    } catch (java.io.IOException e) {
+      throw new MalformedResponseException("not JSON: " + snippet(body));
+    }
+    if (root == null || !root.isObject()) {
+      throw new MalformedResponseException("not a JSON object: " + snippet(body));
+    }
+    JsonNode choices = root.path("choices");
+    if (!choices.isArray() || choices.size() != 1) {
+      throw new MalformedResponseException("expected exactly one choice (n = 1), got "
+          + (choices.isArray() ? choices.size() : "no 'choices' array"));
+    }
+    JsonNode choice = choices.get(0);
+    JsonNode lp = choice.path("logprobs");
+    JsonNode tokens = lp.path("tokens");
+    JsonNode tokenLogprobs = lp.path("token_logprobs");
+    if (!tokens.isArray() || !tokenLogprobs.isArray()) {
+      throw new MalformedResponseException("choice has no logprobs.tokens/token_logprobs (does the server support"
+          + " logprobs?)");
+    }
+    if (tokens.size() != tokenLogprobs.size()) {
+      throw new MalformedResponseException("logprobs.tokens has " + tokens.size() + " entries but token_logprobs "
+          + tokenLogprobs.size());
+    }
+    int[] ids = new int[tokens.size()];
+    float[] logprobs = new float[tokens.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = tokenId(tokens.get(i), i);
+      JsonNode l = tokenLogprobs.get(i);
+      if (!l.isNumber()) {
+        throw new MalformedResponseException("logprobs.token_logprobs[" + i + "] is not a number: " + l);
+      }
+      logprobs[i] = (float) l.asDouble();
+    }
+    String reason = choice.path("finish_reason").asText("");
+    FinishReason finish = switch (reason) {
+      case "stop" -> FinishReason.STOP;
+      case "length" -> FinishReason.LENGTH;
+      case "abort" -> FinishReason.ABORT;
+      default -> throw new MalformedResponseException("unknown finish_reason '" + reason + "'");
+    };
+    JsonNode usage = root.path("usage");
+    int prompt = usage.path("prompt_tokens").asInt(0);
+    int completion = usage.path("completion_tokens").asInt(ids.length);
+    return new Completion(root.path("model").asText(""), ids, logprobs, finish, prompt, completion);
+  }
+
+  private static int tokenId(JsonNode token, int index) {
+    String t = token.asText("");
+    if (!t.startsWith(TOKEN_ID_PREFIX)) {
+      throw new MalformedResponseException("logprobs.tokens[" + index + "] is '" + t + "', not " + TOKEN_ID_PREFIX
+          + "<id> (the server ignored return_tokens_as_token_ids)");
+    }
+    try {
+      return Integer.parseInt(t.substring(TOKEN_ID_PREFIX.length()));
+    } catch (NumberFormatException e) {
+      throw new MalformedResponseException("logprobs.tokens[" + index + "] is '" + t + "', not " + TOKEN_ID_PREFIX
+          + "<id>");
+    }
+  }
+
+  /**
+   * The server's own message in an error body: vLLM's {@code {"error": {"message": ...}}}, the older
+   * top-level {@code {"message": ...}}, or else the body itself (shortened).
+   */
+  static String errorMessage(byte[] body) {
+    try {
+      JsonNode root = JSON.readTree(body);
+      if (root != null) {
+        JsonNode m = root.path("error").path("message");
+        if (m.isTextual()) {
+          return m.asText();
+        }
+        if (root.path("message").isTextual()) {
+          return root.path("message").asText();
+        }
+        if (root.path("detail").isTextual()) {
+          return root.path("detail").asText();
+        }
+      }
+    } catch (java.io.IOException e) {
+      // not JSON: the body as it is
+    }
+    return snippet(body);
+  }
+
+  static String snippet(byte[] body) {
+    String s = new String(body, StandardCharsets.UTF_8).strip();
+    return s.length() <= MAX_MESSAGE ? s : s.substring(0, MAX_MESSAGE) + "...";
+  }
+
+  /** A response that does not follow the protocol. */
+  static final class MalformedResponseException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    MalformedResponseException(String message) {
+      super(message);
+    }
+  }
+}

@@ -1,0 +1,272 @@
+package dev.ravel.workers.generation.openai;
+
+import dev.ravel.telemetry.spans.EngineNames;
+import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.engine.FinishReason;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.generation.GenerationBackend;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.WeightsFile;
+import io.opentelemetry.api.OpenTelemetry;
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.LongSupplier;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link GenerationBackend} over inference servers that speak vLLM's OpenAI-compatible protocol (see
+ * docs/openai-protocol.md): the servers given, or one the worker launches. Requests are spread round-robin
+ * over the servers, each with the caller's trace context in {@code traceparent}, so the server's
+ * {@code llm_request} span is a child of the worker's call. New weights go to every server through vLLM's
+ * runtime LoRA route: written to a weights file, loaded as adapter {@code <model>-v<version>}, confirmed in
+ * {@code /v1/models}, and from then on requested by that name; the adapter before it stays loaded (requests
+ * already sent under it still resolve) and older ones are unloaded. A request that fails is an
+ * {@link FinishReason#ERROR} result with the server's message (and an ERROR span); it is not retried.
+ */
+public final class OpenAiBackend implements GenerationBackend {
+  private static final Logger LOG = LoggerFactory.getLogger(OpenAiBackend.class);
+
+  private final ServerBackendSpec spec;
+  private final String modelName;
+  private final int kvTokenBudget;
+  private final List<ServerClient> clients;
+  private final LaunchedServer launched;
+  private final Path weightsDir;
+  private final AtomicInteger next = new AtomicInteger();
+  private final Deque<Long> loadedVersions = new ArrayDeque<>();
+  private volatile Served served;
+
+  private final AtomicLongArray finished = new AtomicLongArray(FinishReason.values().length);
+  private final AtomicLong promptTokens = new AtomicLong();
+  private final AtomicLong generationTokens = new AtomicLong();
+
+  /** The model name and weight version requests are sent under. */
+  private record Served(String model, long version) {}
+
+  private OpenAiBackend(ServerBackendSpec spec, String modelName, int kvTokenBudget, List<ServerClient> clients,
+      LaunchedServer launched, Path weightsDir, long initialVersion) {
+    this.spec = spec;
+    this.modelName = modelName;
+    this.kvTokenBudget = kvTokenBudget;
+    this.clients = List.copyOf(clients);
+    this.launched = launched;
+    this.weightsDir = weightsDir;
+    this.served = new Served(modelName, initialVersion);
+  }
+
+  /**
+   * Connects to the spec's servers (each must answer {@code /health}), or launches one and waits for it.
+   *
+   * @param modelName the served model's name ({@code ravel serve}'s {@code --model-name})
+   * @param initial the weights a launched server starts with, and whose version results carry until the first update
+   * @param logDir where a launched server's log goes (the run folder)
+   * @throws IllegalStateException naming the server's URL when one is down, or why a launch failed
+   */
+  public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
+      int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir) {
+    HttpClient http = HttpClient.newBuilder()
+        .version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(spec.connectTimeout())
+        .build();
+    Path weightsDir;
+    try {
+      weightsDir = Files.createTempDirectory("ravel-weights-");
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot create a folder for weight files: " + e.getMessage(), e);
+    }
+    LongSupplier clock = epochClock();
+    var tracer = otel.getTracer(EngineNames.INSTRUMENTATION_SCOPE);
+    LaunchedServer launched = null;
+    List<String> urls = spec.servers();
+    if (spec.launches()) {
+      java.util.function.Consumer<String> health = url -> new ServerClient(url, http, 1, spec.connectTimeout(),
+          tracer, clock).checkHealth(spec.connectTimeout());
+      if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
+        Path w = WeightsFile.write(weightsDir.resolve("weights-v" + initial.version() + ".bin"), initial);
+        launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
+            logDir, spec.launchTimeout(), health);
+      } else {
+        launched = LaunchedServer.fromTemplate(spec.launchCommand(), modelName, logDir, spec.launchTimeout(), health);
+      }
+      urls = List.of(launched.url());
+    }
+    List<ServerClient> clients = new ArrayList<>();
+    for (String url : urls) {
+      ServerClient c = new ServerClient(url, http, spec.maxInFlight(), spec.requestTimeout(), tracer, clock);
+      if (launched == null) {
+        c.checkHealth(spec.connectTimeout());
+      }
+      clients.add(c);
+    }
+    return new OpenAiBackend(spec, modelName, kvTokenBudget, clients, launched, weightsDir, initial.version());
+  }
+
+  /**
+   * Checks that every server {@code spec} names answers {@code GET /health} (within the connect timeout),
+   * so that a server that is down is reported before any actor starts.
+   *
+   * @throws IllegalArgumentException {@code generation.servers: <url> is not reachable (...)}
+   */
+  public static void checkServers(ServerBackendSpec spec) {
+    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(spec.connectTimeout()).build();
+    for (String url : spec.servers()) {
+      try {
+        new ServerClient(url, http, 1, spec.connectTimeout(), OpenTelemetry.noop().getTracer("check"), epochClock())
+            .checkHealth(spec.connectTimeout());
+      } catch (IllegalStateException e) {
+        throw new IllegalArgumentException("generation.servers: " + e.getMessage(), e);
+      }
+    }
+  }
+
+  private static LongSupplier epochClock() {
+    Instant now = Instant.now();
+    long baseNano = System.nanoTime();
+    long baseEpoch = now.getEpochSecond() * 1_000_000_000L + now.getNano();
+    return () -> baseEpoch + (System.nanoTime() - baseNano);
+  }
+
+  /** The servers' base URLs. */
+  public List<String> servers() {
+    return clients.stream().map(ServerClient::baseUrl).toList();
+  }
+
+  /** The PID of the server this backend launched, or -1. */
+  public long launchedPid() {
+    return launched == null ? -1 : launched.pid();
+  }
+
+  @Override
+  public List<GenerationResult> generate(List<GenerationRequest> requests) {
+    Served s = served;
+    List<CompletableFuture<GenerationResult>> futures = new ArrayList<>(requests.size());
+    for (GenerationRequest r : requests) {
+      futures.add(send(r, s));
+    }
+    List<GenerationResult> results = new ArrayList<>(futures.size());
+    for (CompletableFuture<GenerationResult> f : futures) {
+      results.add(count(f.join()));
+    }
+    return results;
+  }
+
+  @Override
+  public GenerationResult generate(GenerationRequest request) {
+    return count(send(request, served).join());
+  }
+
+  private CompletableFuture<GenerationResult> send(GenerationRequest r, Served s) {
+    ServerClient c = clients.get(Math.floorMod(next.getAndIncrement(), clients.size()));
+    return c.complete(r, s.model(), s.version());
+  }
+
+  private GenerationResult count(GenerationResult r) {
+    finished.incrementAndGet(r.finishReason().ordinal());
+    promptTokens.addAndGet(r.stats().promptTokens());
+    generationTokens.addAndGet(r.stats().completionTokens());
+    return r;
+  }
+
+  /**
+   * Loads {@code weights} into every server as adapter {@code <model>-v<version>} and sends later requests
+   * under that name; returns once every server lists it in {@code /v1/models}. With refit off, only the
+   * version results are labelled with changes.
+   *
+   * @throws IllegalStateException with the server's URL and message when a server refuses
+   */
+  @Override
+  public synchronized void updateWeights(ModelWeights weights) {
+    long version = weights.version();
+    if (!spec.refit()) {
+      served = new Served(served.model(), version);
+      return;
+    }
+    String name = adapterName(version);
+    Path file = WeightsFile.write(weightsDir.resolve("weights-v" + version + ".bin"), weights);
+    List<CompletableFuture<Void>> loads = new ArrayList<>();
+    for (ServerClient c : clients) {
+      loads.add(CompletableFuture.runAsync(() -> {
+        c.loadAdapter(name, file.toString());
+        if (!c.models().contains(name)) {
+          throw new IllegalStateException(c.baseUrl() + " accepted adapter " + name
+              + " but does not list it in /v1/models");
+        }
+      }));
+    }
+    try {
+      CompletableFuture.allOf(loads.toArray(CompletableFuture[]::new)).join();
+    } catch (java.util.concurrent.CompletionException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      throw new IllegalStateException("loading weight version " + version + ": " + cause.getMessage(), cause);
+    }
+    served = new Served(name, version);
+    loadedVersions.addLast(version);
+    // keep the adapter before this one: requests already sent under its name must still resolve
+    while (loadedVersions.size() > 2) {
+      long old = loadedVersions.removeFirst();
+      for (ServerClient c : clients) {
+        try {
+          c.unloadAdapter(adapterName(old));
+        } catch (IllegalStateException e) {
+          LOG.warn("could not unload adapter {}: {}", adapterName(old), e.getMessage());
+        }
+      }
+      deleteQuietly(weightsDir.resolve("weights-v" + old + ".bin"));
+    }
+  }
+
+  private String adapterName(long version) {
+    return modelName + "-v" + version;
+  }
+
+  /**
+   * What this worker's requests came to (finished by reason, prompt and generation tokens: exact, counted
+   * from the responses); the servers' own counters are in their {@code /metrics}.
+   */
+  @Override
+  public EngineStats stats() {
+    Map<FinishReason, Long> f = new EnumMap<>(FinishReason.class);
+    for (FinishReason r : FinishReason.values()) {
+      f.put(r, finished.get(r.ordinal()));
+    }
+    return EngineStats.of(f, 0, 0, 0, 0, kvTokenBudget, promptTokens.get(), generationTokens.get());
+  }
+
+  @Override
+  public void close() {
+    if (launched != null) {
+      launched.close();
+    }
+    try (Stream<Path> files = Files.list(weightsDir)) {
+      files.forEach(OpenAiBackend::deleteQuietly);
+    } catch (IOException e) {
+      // nothing to clean
+    }
+    deleteQuietly(weightsDir);
+  }
+
+  private static void deleteQuietly(Path p) {
+    try {
+      Files.deleteIfExists(p);
+    } catch (IOException e) {
+      LOG.debug("could not delete {}: {}", p, e.toString());
+    }
+  }
+}

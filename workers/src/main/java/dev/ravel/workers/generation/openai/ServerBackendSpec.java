@@ -1,0 +1,192 @@
+package dev.ravel.workers.generation.openai;
+
+import java.io.Serializable;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * How a generation worker reaches inference servers that speak vLLM's OpenAI-compatible protocol: either
+ * the servers given ({@code generation.servers}), or one server it launches itself ({@code generation.launch:
+ * ravel}, or a {@code generation.launch_command} template). Immutable; {@link #builder()} validates, naming
+ * the config key.
+ *
+ * @param servers base URLs ({@code http://host:port}) this worker sends to; empty when it launches one
+ * @param launch {@code "ravel"} to launch {@code ravel serve}; empty otherwise
+ * @param launchCommand a command template with {@code {port}}, {@code {host}} and {@code {model}}; empty otherwise
+ * @param connectTimeout TCP connect timeout of every request
+ * @param requestTimeout the most one completion may take, from sending to the whole response
+ * @param maxInFlight requests this worker keeps in flight per server
+ * @param refit whether new weights are loaded into the servers ({@code false}: they serve their own model)
+ * @param launchTimeout how long a launched server may take to answer {@code /health}
+ * @param serverHeapMb the launched {@code ravel serve} JVM's heap
+ */
+public record ServerBackendSpec(List<String> servers, String launch, String launchCommand, Duration connectTimeout,
+    Duration requestTimeout, int maxInFlight, boolean refit, Duration launchTimeout, int serverHeapMb)
+    implements Serializable {
+
+  /** The only value {@code generation.launch} takes. */
+  public static final String LAUNCH_RAVEL = "ravel";
+
+  public ServerBackendSpec {
+    servers = List.copyOf(servers);
+  }
+
+  /** Whether this worker launches its own server. */
+  public boolean launches() {
+    return servers.isEmpty();
+  }
+
+  /** This spec with only {@code subset} of the servers (a worker's share). */
+  public ServerBackendSpec withServers(List<String> subset) {
+    return new ServerBackendSpec(subset, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
+        launchTimeout, serverHeapMb);
+  }
+
+  /**
+   * The servers worker {@code index} of {@code workers} sends to: every server {@code j} with
+   * {@code j % workers == index}, or, when there are fewer servers than workers, server
+   * {@code index % servers}. Empty when the workers launch their own.
+   */
+  public List<String> shareOf(int index, int workers) {
+    if (servers.isEmpty()) {
+      return List.of();
+    }
+    if (servers.size() < workers) {
+      return List.of(servers.get(index % servers.size()));
+    }
+    List<String> out = new ArrayList<>();
+    for (int j = index; j < servers.size(); j += workers) {
+      out.add(servers.get(j));
+    }
+    return out;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Builds a {@link ServerBackendSpec}; {@link #build()} names the config key of the first bad value. */
+  public static final class Builder {
+    private List<String> servers = List.of();
+    private String launch = "";
+    private String launchCommand = "";
+    private Duration connectTimeout = Duration.ofSeconds(5);
+    private Duration requestTimeout = Duration.ofSeconds(120);
+    private int maxInFlight = 64;
+    private boolean refit = true;
+    private Duration launchTimeout = Duration.ofSeconds(60);
+    private int serverHeapMb = 256;
+
+    private Builder() {}
+
+    public Builder servers(List<String> v) {
+      this.servers = v == null ? List.of() : v;
+      return this;
+    }
+
+    public Builder launch(String v) {
+      this.launch = v == null ? "" : v.trim();
+      return this;
+    }
+
+    public Builder launchCommand(String v) {
+      this.launchCommand = v == null ? "" : v.trim();
+      return this;
+    }
+
+    public Builder connectTimeout(Duration v) {
+      this.connectTimeout = v;
+      return this;
+    }
+
+    public Builder requestTimeout(Duration v) {
+      this.requestTimeout = v;
+      return this;
+    }
+
+    public Builder maxInFlight(int v) {
+      this.maxInFlight = v;
+      return this;
+    }
+
+    public Builder refit(boolean v) {
+      this.refit = v;
+      return this;
+    }
+
+    public Builder launchTimeout(Duration v) {
+      this.launchTimeout = v;
+      return this;
+    }
+
+    public Builder serverHeapMb(int v) {
+      this.serverHeapMb = v;
+      return this;
+    }
+
+    /** @throws IllegalArgumentException starting with the config key ({@code generation.servers: ...}) */
+    public ServerBackendSpec build() {
+      List<String> urls = new ArrayList<>();
+      for (String s : servers) {
+        urls.add(checkUrl(s));
+      }
+      boolean given = !urls.isEmpty();
+      boolean ravel = !launch.isEmpty();
+      boolean template = !launchCommand.isEmpty();
+      if (ravel && !launch.equals(LAUNCH_RAVEL)) {
+        throw new IllegalArgumentException("generation.launch: unknown value '" + launch + "' (valid: "
+            + LAUNCH_RAVEL + ", or empty with generation.launch_command or generation.servers)");
+      }
+      int ways = (given ? 1 : 0) + (ravel ? 1 : 0) + (template ? 1 : 0);
+      if (ways != 1) {
+        throw new IllegalArgumentException("generation.servers: the openai backend needs exactly one of"
+            + " generation.servers (URLs), generation.launch: ravel, or generation.launch_command (got "
+            + (ways == 0 ? "none" : "several") + ")");
+      }
+      if (template && !launchCommand.contains("{port}")) {
+        throw new IllegalArgumentException("generation.launch_command: must contain {port} (the free loopback"
+            + " port the worker picks), got '" + launchCommand + "'");
+      }
+      positive("generation.connect_timeout_s", connectTimeout);
+      positive("generation.request_timeout_s", requestTimeout);
+      positive("generation.launch_timeout_s", launchTimeout);
+      if (maxInFlight < 1) {
+        throw new IllegalArgumentException("generation.max_in_flight: must be at least 1, got " + maxInFlight);
+      }
+      if (serverHeapMb < 64) {
+        throw new IllegalArgumentException("generation.server_heap_mb: must be at least 64, got " + serverHeapMb);
+      }
+      return new ServerBackendSpec(urls, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
+          launchTimeout, serverHeapMb);
+    }
+
+    private static void positive(String key, Duration d) {
+      if (d == null || d.isZero() || d.isNegative()) {
+        throw new IllegalArgumentException(key + ": must be a positive duration, got " + d);
+      }
+    }
+
+    /** {@code url} without a trailing slash, if it is an http(s) URL with a host and a port. */
+    static String checkUrl(String url) {
+      String u = url == null ? "" : url.trim();
+      URI uri;
+      try {
+        uri = new URI(u.endsWith("/") ? u.substring(0, u.length() - 1) : u);
+      } catch (java.net.URISyntaxException e) {
+        throw new IllegalArgumentException("generation.servers: '" + url + "' is not a URL (" + e.getReason() + ")");
+      }
+      if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null
+          || uri.getPort() < 0) {
+        throw new IllegalArgumentException("generation.servers: '" + url
+            + "' is not an http(s)://host:port URL");
+      }
+      if (uri.getRawPath() != null && !uri.getRawPath().isEmpty()) {
+        throw new IllegalArgumentException("generation.servers: '" + url
+            + "' has a path; give the server's base URL (Ravel adds /v1/completions)");
+      }
+      return uri.toString();
+    }
+  }
+}

@@ -1,0 +1,275 @@
+package dev.ravel.workers.generation.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.telemetry.spans.EngineNames;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.workers.engine.FinishReason;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.engine.RequestStats;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.common.AttributesBuilder;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.propagation.TextMapSetter;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * The client of one inference server: completions with at most {@code maxInFlight} in flight, the
+ * caller's trace context in {@code traceparent}/{@code tracestate} (written by the W3C propagator), and the
+ * admin routes (health, models, LoRA load/unload, metrics). A completion that fails (connection refused,
+ * timeout, an HTTP error status, a body that breaks the protocol) becomes an ERROR span
+ * ({@link SpanNames#HTTP_REQUEST}, kind CLIENT, with the URL and status) and an
+ * {@link FinishReason#ERROR} result carrying the server's own message; it never throws.
+ */
+final class ServerClient {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final TextMapSetter<HttpRequest.Builder> HEADERS = (b, k, v) -> b.header(k, v);
+
+  private final URI base;
+  private final HttpClient http;
+  private final Semaphore inFlight;
+  private final Duration requestTimeout;
+  private final Tracer tracer;
+  private final LongSupplier clock;
+
+  ServerClient(String baseUrl, HttpClient http, int maxInFlight, Duration requestTimeout, Tracer tracer,
+      LongSupplier epochNanos) {
+    this.base = URI.create(baseUrl);
+    this.http = http;
+    this.inFlight = new Semaphore(maxInFlight);
+    this.requestTimeout = requestTimeout;
+    this.tracer = tracer;
+    this.clock = epochNanos;
+  }
+
+  String baseUrl() {
+    return base.toString();
+  }
+
+  /**
+   * Sends {@code request} to {@code model} (waiting for a free in-flight slot first) and completes with its
+   * result, an {@link FinishReason#ERROR} one when the request failed.
+   *
+   * @param version the weight version {@code model} names, recorded on the result
+   */
+  CompletableFuture<GenerationResult> complete(GenerationRequest request, String model, long version) {
+    URI url = base.resolve("/v1/completions");
+    Context parent = request.carrier().extract();
+    HttpRequest.Builder b = HttpRequest.newBuilder(url)
+        .timeout(requestTimeout)
+        .header("Content-Type", "application/json")
+        .header("X-Request-Id", request.requestId())
+        .POST(HttpRequest.BodyPublishers.ofByteArray(CompletionsProtocol.requestBody(request, model)));
+    W3CTraceContextPropagator.getInstance().inject(parent, b, HEADERS);
+    HttpRequest httpRequest = b.build();
+    try {
+      inFlight.acquire();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return CompletableFuture.completedFuture(failed(request, parent, url, clock.getAsLong(), 0,
+          "interrupted", "interrupted before sending"));
+    }
+    long start = clock.getAsLong();
+    CompletableFuture<HttpResponse<byte[]>> sent;
+    try {
+      sent = http.sendAsync(httpRequest, HttpResponse.BodyHandlers.ofByteArray());
+    } catch (RuntimeException e) {
+      inFlight.release();
+      return CompletableFuture.completedFuture(failed(request, parent, url, start, 0, e.getClass().getName(),
+          String.valueOf(e.getMessage())));
+    }
+    return sent.handle((response, error) -> {
+      inFlight.release();
+      if (error != null) {
+        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        return failed(request, parent, url, start, 0, cause.getClass().getName(), describe(cause));
+      }
+      if (response.statusCode() != 200) {
+        return failed(request, parent, url, start, response.statusCode(), String.valueOf(response.statusCode()),
+            "HTTP " + response.statusCode() + ": " + CompletionsProtocol.errorMessage(response.body()));
+      }
+      try {
+        return result(request, CompletionsProtocol.parse(response.body()), version, start);
+      } catch (RuntimeException e) {
+        return failed(request, parent, url, start, 200, "malformed_response", "malformed response: " + e.getMessage());
+      }
+    });
+  }
+
+  private static String describe(Throwable t) {
+    if (t instanceof HttpConnectTimeoutException) {
+      return "connect timed out";
+    }
+    if (t instanceof HttpTimeoutException) {
+      return "no response within the request timeout";
+    }
+    if (t instanceof ConnectException) {
+      return "connection refused";
+    }
+    return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+  }
+
+  private GenerationResult result(GenerationRequest request, CompletionsProtocol.Completion c, long version,
+      long start) {
+    long finish = Math.max(start, clock.getAsLong());
+    int[] prompt = request.promptTokens();
+    RequestStats stats = RequestStats.builder()
+        .arrivalEpochNanos(start)
+        .finishEpochNanos(finish)
+        .promptTokens(c.promptTokens() > 0 ? c.promptTokens() : prompt.length)
+        .completionTokens(c.tokens().length)
+        .build();
+    return GenerationResult.builder()
+        .requestId(request.requestId())
+        .promptTokens(prompt)
+        .completionTokens(c.tokens())
+        .logprobs(c.logprobs())
+        .finishReason(c.finishReason())
+        .weightVersion(c.tokens().length == 0 ? GenerationResult.NO_VERSION : version)
+        .stats(stats)
+        .build();
+  }
+
+  /** Records the failed request's ERROR span and returns its ERROR result. */
+  private GenerationResult failed(GenerationRequest request, Context parent, URI url, long start, int status,
+      String errorType, String message) {
+    long finish = Math.max(start, clock.getAsLong());
+    String text = "POST " + url + " (request " + request.requestId() + "): " + message;
+    try {
+      AttributesBuilder a = Attributes.builder()
+          .put(RavelAttributes.URL_FULL, url.toString())
+          .put(RavelAttributes.HTTP_REQUEST_METHOD, "POST")
+          .put(RavelAttributes.SERVER_ADDRESS, url.getHost())
+          .put(RavelAttributes.SERVER_PORT, (long) url.getPort())
+          .put(RavelAttributes.ERROR_TYPE, errorType)
+          .put(EngineNames.REQUEST_ID, request.requestId());
+      if (status > 0) {
+        a.put(RavelAttributes.HTTP_RESPONSE_STATUS_CODE, (long) status);
+      }
+      Span span = tracer.spanBuilder(SpanNames.HTTP_REQUEST)
+          .setParent(parent)
+          .setSpanKind(SpanKind.CLIENT)
+          .setStartTimestamp(start, TimeUnit.NANOSECONDS)
+          .setAllAttributes(a.build())
+          .startSpan();
+      span.setStatus(StatusCode.ERROR, text);
+      span.end(finish, TimeUnit.NANOSECONDS);
+    } catch (RuntimeException e) {
+      // telemetry never breaks generation; the result still carries the reason
+    }
+    return GenerationResult.builder()
+        .requestId(request.requestId())
+        .promptTokens(request.promptTokens())
+        .finishReason(FinishReason.ERROR)
+        .error(text)
+        .stats(RequestStats.builder().arrivalEpochNanos(start).finishEpochNanos(finish)
+            .promptTokens(request.promptTokens().length).build())
+        .build();
+  }
+
+  /**
+   * Waits until {@code GET /health} answers 200.
+   *
+   * @throws IllegalStateException naming the URL and why, when it does not within the timeout
+   */
+  void checkHealth(Duration timeout) {
+    URI url = base.resolve("/health");
+    try {
+      HttpResponse<byte[]> r = http.send(HttpRequest.newBuilder(url).timeout(timeout).GET().build(),
+          HttpResponse.BodyHandlers.ofByteArray());
+      if (r.statusCode() != 200) {
+        throw new IllegalStateException(url + " answered HTTP " + r.statusCode() + ": "
+            + CompletionsProtocol.errorMessage(r.body()));
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(url + " is not reachable (" + describe(e) + ")", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while checking " + url, e);
+    }
+  }
+
+  /** The ids of {@code GET /v1/models} (the base model and any loaded adapters). */
+  List<String> models() {
+    JsonNode root = json(send("GET", "/v1/models", null));
+    List<String> ids = new ArrayList<>();
+    root.path("data").forEach(m -> ids.add(m.path("id").asText()));
+    return ids;
+  }
+
+  /** vLLM's {@code POST /v1/load_lora_adapter}: loads the weights at {@code path} as adapter {@code name}. */
+  void loadAdapter(String name, String path) {
+    send("POST", "/v1/load_lora_adapter", Map.of("lora_name", name, "lora_path", path));
+  }
+
+  /** vLLM's {@code POST /v1/unload_lora_adapter}. */
+  void unloadAdapter(String name) {
+    send("POST", "/v1/unload_lora_adapter", Map.of("lora_name", name));
+  }
+
+  /** The Prometheus text of {@code GET /metrics}. */
+  String metricsText() {
+    return new String(send("GET", "/metrics", null), StandardCharsets.UTF_8);
+  }
+
+  /**
+   * One admin call; its body.
+   *
+   * @throws IllegalStateException with the method, URL, status and the server's message, unless it answered 200
+   */
+  private byte[] send(String method, String path, Object body) {
+    URI url = base.resolve(path);
+    try {
+      HttpRequest.Builder b = HttpRequest.newBuilder(url).timeout(requestTimeout);
+      if (body == null) {
+        b.method(method, HttpRequest.BodyPublishers.noBody());
+      } else {
+        b.header("Content-Type", "application/json")
+            .method(method, HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
+      }
+      HttpResponse<byte[]> r = http.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
+      if (r.statusCode() != 200) {
+        throw new IllegalStateException(method + " " + url + ": HTTP " + r.statusCode() + ": "
+            + CompletionsProtocol.errorMessage(r.body()));
+      }
+      return r.body();
+    } catch (IOException e) {
+      throw new IllegalStateException(method + " " + url + ": " + describe(e), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted: " + method + " " + url, e);
+    }
+  }
+
+  private static JsonNode json(byte[] body) {
+    try {
+      return JSON.readTree(body);
+    } catch (IOException e) {
+      throw new IllegalStateException("not JSON: " + CompletionsProtocol.snippet(body), e);
+    }
+  }
+}

@@ -1,0 +1,336 @@
+package dev.ravel.workers.generation.openai;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.ravel.telemetry.context.TraceCarrier;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.workers.engine.FinishReason;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.model.ModelSpec;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.WeightsFile;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The client against a stand-in server on loopback that answers as vLLM does (or fails as asked). */
+class OpenAiBackendTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ModelWeights WEIGHTS = ModelWeights.init(ModelSpec.tiny(14), 1);
+
+  @TempDir Path dir;
+  private HttpServer server;
+  private String url;
+  private final InMemorySpanExporter spans = InMemorySpanExporter.create();
+  private OpenTelemetrySdk otel;
+  private final List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
+  private final List<String> adminCalls = new CopyOnWriteArrayList<>();
+  private final Map<String, String> adapters = new ConcurrentHashMap<>();
+  private final AtomicInteger concurrent = new AtomicInteger();
+  private final AtomicInteger peak = new AtomicInteger();
+  private volatile Responder completions = OpenAiBackendTest::echoFirstPromptToken;
+  private OpenAiBackend backend;
+
+  /** How the stand-in answers a completion: status and body for a parsed request. */
+  interface Responder {
+    Object[] answer(JsonNode request) throws Exception;
+  }
+
+  @BeforeEach
+  void start() throws IOException {
+    otel = OpenTelemetrySdk.builder().setTracerProvider(
+        SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build()).build();
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.setExecutor(Executors.newFixedThreadPool(8));
+    server.createContext("/health", ex -> reply(ex, 200, ""));
+    server.createContext("/v1/completions", this::completion);
+    server.createContext("/v1/load_lora_adapter", ex -> {
+      JsonNode b = JSON.readTree(ex.getRequestBody());
+      adminCalls.add("load " + b.get("lora_name").asText());
+      adapters.put(b.get("lora_name").asText(), b.get("lora_path").asText());
+      reply(ex, 200, "Success: LoRA adapter '" + b.get("lora_name").asText() + "' added successfully.");
+    });
+    server.createContext("/v1/unload_lora_adapter", ex -> {
+      JsonNode b = JSON.readTree(ex.getRequestBody());
+      adminCalls.add("unload " + b.get("lora_name").asText());
+      adapters.remove(b.get("lora_name").asText());
+      reply(ex, 200, "Success");
+    });
+    server.createContext("/v1/models", ex -> {
+      StringBuilder data = new StringBuilder("{\"id\":\"ravel-tiny\"}");
+      adapters.keySet().forEach(a -> data.append(",{\"id\":\"").append(a).append("\"}"));
+      reply(ex, 200, "{\"object\":\"list\",\"data\":[" + data + "]}");
+    });
+    server.start();
+    url = "http://127.0.0.1:" + server.getAddress().getPort();
+  }
+
+  @AfterEach
+  void stop() {
+    if (backend != null) {
+      backend.close();
+    }
+    server.stop(0);
+    otel.close();
+  }
+
+  private void completion(HttpExchange ex) throws IOException {
+    int now = concurrent.incrementAndGet();
+    peak.accumulateAndGet(now, Math::max);
+    try {
+      JsonNode request = JSON.readTree(ex.getRequestBody());
+      seen.add(Map.of("traceparent", String.valueOf(ex.getRequestHeaders().getFirst("traceparent")),
+          "x-request-id", String.valueOf(ex.getRequestHeaders().getFirst("X-Request-Id")),
+          "model", request.get("model").asText()));
+      Object[] a = completions.answer(request);
+      reply(ex, (Integer) a[0], (String) a[1]);
+    } catch (Exception e) {
+      reply(ex, 500, "stand-in failed: " + e);
+    } finally {
+      concurrent.decrementAndGet();
+    }
+  }
+
+  /** Completion = the prompt's first token then EOS (13), log-probs -0.5 and -0.25. */
+  private static Object[] echoFirstPromptToken(JsonNode request) throws InterruptedException {
+    Thread.sleep(20);
+    int first = request.get("prompt").get(0).asInt();
+    return new Object[] {200, "{\"model\":\"" + request.get("model").asText() + "\",\"choices\":[{\"index\":0,"
+        + "\"logprobs\":{\"tokens\":[\"token_id:" + first + "\",\"token_id:13\"],\"token_logprobs\":[-0.5,-0.25]},"
+        + "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}"};
+  }
+
+  private static void reply(HttpExchange ex, int status, String body) throws IOException {
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    ex.sendResponseHeaders(status, b.length == 0 ? -1 : b.length);
+    if (b.length > 0) {
+      ex.getResponseBody().write(b);
+    }
+    ex.close();
+  }
+
+  private OpenAiBackend backend(ServerBackendSpec.Builder b) {
+    backend = OpenAiBackend.start(b.build(), "ravel-tiny", WEIGHTS, 4096, 64, otel, dir);
+    return backend;
+  }
+
+  private ServerBackendSpec.Builder given() {
+    return ServerBackendSpec.builder().servers(List.of(url));
+  }
+
+  private static GenerationRequest request(String id, int firstToken, TraceCarrier carrier) {
+    return GenerationRequest.of(id, new int[] {firstToken, 10},
+        SamplingParams.builder().maxTokens(4).seed(firstToken).build(), carrier);
+  }
+
+  @Test
+  void generate_resultsComeBackInRequestOrderWithTokensAndLogprobs() {
+    List<GenerationRequest> requests = IntStream.range(0, 12).mapToObj(i -> request("r" + i, i, null)).toList();
+
+    List<GenerationResult> results = backend(given()).generate(requests);
+
+    assertThat(results).extracting(GenerationResult::requestId)
+        .containsExactlyElementsOf(requests.stream().map(GenerationRequest::requestId).toList());
+    for (int i = 0; i < results.size(); i++) {
+      assertThat(results.get(i).completionTokens()).containsExactly(i, 13);
+      assertThat(results.get(i).logprobs()).containsExactly(-0.5f, -0.25f);
+      assertThat(results.get(i).finishReason()).isEqualTo(FinishReason.STOP);
+      assertThat(results.get(i).weightVersion()).isEqualTo(WEIGHTS.version());
+    }
+    assertThat(seen).extracting(m -> m.get("x-request-id")).containsExactlyInAnyOrder(
+        requests.stream().map(GenerationRequest::requestId).toArray(String[]::new));
+    assertThat(backend.stats().requestsFinished(FinishReason.STOP)).isEqualTo(12);
+    assertThat(backend.stats().generationTokens()).isEqualTo(24);
+  }
+
+  @Test
+  void generate_writesTheCarriersContextAsTraceparent() {
+    Span parent = otel.getTracer("test").spanBuilder("rl.worker.generate").startSpan();
+    TraceCarrier carrier = TraceCarrier.capture(Context.root().with(parent));
+
+    backend(given()).generate(request("r1", 3, carrier));
+    parent.end();
+
+    assertThat(seen).hasSize(1);
+    assertThat(seen.get(0).get("traceparent")).startsWith("00-" + parent.getSpanContext().getTraceId() + "-"
+        + parent.getSpanContext().getSpanId() + "-");
+  }
+
+  @Test
+  void generate_serverAnswers400_errorResultWithTheServersMessageAndAnErrorSpan() {
+    completions = r -> new Object[] {400, "{\"error\":{\"message\":\"max_tokens: must be at least 1 (got 0)\","
+        + "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}"};
+    Span parent = otel.getTracer("test").spanBuilder("rl.worker.generate").startSpan();
+
+    GenerationResult r = backend(given()).generate(request("r1", 3, TraceCarrier.capture(Context.root().with(parent))));
+    parent.end();
+
+    assertThat(r.succeeded()).isFalse();
+    assertThat(r.error()).contains(url + "/v1/completions").contains("HTTP 400")
+        .contains("max_tokens: must be at least 1 (got 0)");
+    assertThatThrownBy(r::requireSucceeded).hasMessageContaining("max_tokens: must be at least 1");
+    SpanData span = spans.getFinishedSpanItems().stream()
+        .filter(s -> s.getName().equals(SpanNames.HTTP_REQUEST)).findFirst().orElseThrow();
+    assertThat(span.getKind()).isEqualTo(SpanKind.CLIENT);
+    assertThat(span.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+    assertThat(span.getParentSpanId()).isEqualTo(parent.getSpanContext().getSpanId());
+    assertThat(span.getAttributes().get(RavelAttributes.URL_FULL)).isEqualTo(url + "/v1/completions");
+    assertThat(span.getAttributes().get(RavelAttributes.HTTP_RESPONSE_STATUS_CODE)).isEqualTo(400L);
+    assertThat(backend.stats().requestsFinished(FinishReason.ERROR)).isEqualTo(1);
+  }
+
+  @Test
+  void generate_malformedBody_errorResultSaysMalformed() {
+    completions = r -> new Object[] {200, "{\"choices\": [}"};
+
+    GenerationResult r = backend(given()).generate(request("r1", 3, null));
+
+    assertThat(r.finishReason()).isEqualTo(FinishReason.ERROR);
+    assertThat(r.error()).contains("malformed response").contains("not JSON");
+  }
+
+  @Test
+  void generate_slowerThanTheRequestTimeout_errorResultSaysTimeout() {
+    completions = r -> {
+      Thread.sleep(2_000);
+      return echoFirstPromptToken(r);
+    };
+
+    GenerationResult r = backend(given().requestTimeout(Duration.ofMillis(300))).generate(request("r1", 3, null));
+
+    assertThat(r.finishReason()).isEqualTo(FinishReason.ERROR);
+    assertThat(r.error()).contains("no response within the request timeout");
+    SpanData span = spans.getFinishedSpanItems().get(0);
+    assertThat(span.getAttributes().get(RavelAttributes.HTTP_RESPONSE_STATUS_CODE)).isNull();
+  }
+
+  @Test
+  void generate_serverGoneAfterStart_errorResultSaysConnectionRefused() {
+    backend(given());
+    server.stop(0);
+
+    GenerationResult r = backend.generate(request("r1", 3, null));
+
+    assertThat(r.finishReason()).isEqualTo(FinishReason.ERROR);
+    assertThat(r.error()).contains(url).contains("connection refused");
+  }
+
+  @Test
+  void generate_keepsAtMostMaxInFlightRequestsPerServer() {
+    List<GenerationRequest> requests = IntStream.range(0, 16).mapToObj(i -> request("r" + i, i, null)).toList();
+
+    backend(given().maxInFlight(3)).generate(requests);
+
+    assertThat(peak.get()).isBetween(1, 3);
+    assertThat(seen).hasSize(16);
+  }
+
+  @Test
+  void start_serverDown_namesItsUrl() {
+    server.stop(0);
+
+    assertThatThrownBy(() -> OpenAiBackend.checkServers(given().build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("generation.servers: " + url + "/health is not reachable (connection refused)");
+  }
+
+  @Test
+  void updateWeights_loadsAnAdapterPerVersionRequestsUnderItAndKeepsOnlyTheLastTwo() {
+    backend(given());
+
+    for (long v = 2; v <= 4; v++) {
+      backend.updateWeights(WEIGHTS.withVersion(v));
+    }
+    GenerationResult r = backend.generate(request("r1", 3, null));
+
+    assertThat(adminCalls).containsExactly("load ravel-tiny-v2", "load ravel-tiny-v3", "load ravel-tiny-v4",
+        "unload ravel-tiny-v2");
+    assertThat(seen.get(seen.size() - 1).get("model")).isEqualTo("ravel-tiny-v4");
+    assertThat(r.weightVersion()).isEqualTo(4);
+    assertThat(WeightsFile.read(Path.of(adapters.get("ravel-tiny-v4"))).version()).isEqualTo(4);
+  }
+
+  @Test
+  void updateWeights_refitOff_onlyRelabelsResults() {
+    backend(given().refit(false));
+
+    backend.updateWeights(WEIGHTS.withVersion(7));
+    GenerationResult r = backend.generate(request("r1", 3, null));
+
+    assertThat(adminCalls).isEmpty();
+    assertThat(seen.get(0).get("model")).isEqualTo("ravel-tiny");
+    assertThat(r.weightVersion()).isEqualTo(7);
+  }
+
+  @Test
+  void updateWeights_serverRefuses_namesTheVersionAndTheServersMessage() {
+    server.removeContext("/v1/load_lora_adapter");
+    server.createContext("/v1/load_lora_adapter", ex -> reply(ex, 400,
+        "{\"error\":{\"message\":\"The lora adapter 'x' has already been loaded.\",\"code\":400}}"));
+    backend(given());
+
+    assertThatThrownBy(() -> backend.updateWeights(WEIGHTS.withVersion(2)))
+        .hasMessageContaining("weight version 2").hasMessageContaining("HTTP 400")
+        .hasMessageContaining("has already been loaded");
+  }
+
+  @Test
+  void generate_spreadsRequestsOverServersRoundRobin() throws IOException {
+    HttpServer second = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    List<String> hits = Collections.synchronizedList(new ArrayList<>());
+    second.createContext("/health", ex -> reply(ex, 200, ""));
+    second.createContext("/v1/completions", ex -> {
+      hits.add("second");
+      try {
+        Object[] a = echoFirstPromptToken(JSON.readTree(ex.getRequestBody()));
+        reply(ex, (Integer) a[0], (String) a[1]);
+      } catch (InterruptedException e) {
+        reply(ex, 500, "");
+      }
+    });
+    second.start();
+    try {
+      String url2 = "http://127.0.0.1:" + second.getAddress().getPort();
+      backend(ServerBackendSpec.builder().servers(List.of(url, url2)));
+
+      backend.generate(IntStream.range(0, 10).mapToObj(i -> request("r" + i, i, null)).toList());
+
+      assertThat(hits).hasSize(5);
+      assertThat(seen).hasSize(5);
+    } finally {
+      second.stop(0);
+    }
+  }
+}
