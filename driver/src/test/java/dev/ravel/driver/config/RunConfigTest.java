@@ -268,6 +268,7 @@ final class RunConfigTest {
       "generation.max_concurrency=0     | generation.max_concurrency",
       "generation.backend=sglang        | generation.backend",
       "generation.backend=vllm          | generation.backend",
+      "generation.backend=openai        | generation.servers",
       "cluster.worker_heap_mb=63        | cluster.worker_heap_mb",
       "cluster.num_cpus=-1              | cluster.num_cpus",
       "run.mode=batch                   | run.mode",
@@ -305,11 +306,49 @@ final class RunConfigTest {
   void load_invalidValueMessageSaysWhatIsAllowed() {
     ConfigException backend = assertConfigError(
         () -> RunConfig.load(null, List.of("generation.backend=sglang"), Map.of()), "generation.backend");
-    assertThat(backend.getMessage()).contains("sglang").contains("embedded").contains("vllm");
+    assertThat(backend.getMessage()).contains("sglang").contains("embedded").contains("openai");
 
     ConfigException mode = assertConfigError(() -> RunConfig.load(null, List.of("run.mode=batch"), Map.of()),
         "run.mode");
     assertThat(mode.getMessage()).contains("batch").contains("sync").contains("async");
+  }
+
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "generation.servers=127.0.0.1:8000        | generation.servers",
+      "generation.servers=http://127.0.0.1:8000/v1 | generation.servers",
+      "generation.launch=vllm                   | generation.launch",
+      "generation.launch_command=vllm serve {model} | generation.launch_command",
+  })
+  void load_badOpenAiBackendValue_isAnErrorNamingItsKey(String override, String key) {
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.backend=openai", override), Map.of()), key);
+  }
+
+  @Test
+  void load_openAiBackendBadLimits_namesTheKey() {
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.backend=openai", "generation.launch=ravel",
+        "generation.max_in_flight=0"), Map.of()), "generation.max_in_flight");
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.backend=openai", "generation.launch=ravel",
+        "generation.request_timeout_s=0"), Map.of()), "generation.request_timeout_s");
+  }
+
+  @Test
+  void serverBackend_serversAsYamlList_areTheSpecsServers() throws IOException {
+    RunConfig c = RunConfig.load(yaml("generation:\n  backend: openai\n  servers:\n"
+        + "    - http://127.0.0.1:8000\n    - http://127.0.0.1:8001/\n  request_timeout_s: 2.5\n"), List.of(), Map.of());
+
+    assertThat(c.serverBackend().servers()).containsExactly("http://127.0.0.1:8000", "http://127.0.0.1:8001");
+    assertThat(c.serverBackend().requestTimeout()).hasMillis(2500);
+    assertThat(c.serverBackend().launches()).isFalse();
+  }
+
+  @Test
+  void serverBackend_launchRavel_launchesAndEmbeddedHasNone() {
+    RunConfig c = RunConfig.load(null, List.of("generation.backend=openai", "generation.launch=ravel"), Map.of());
+
+    assertThat(c.serverBackend().launches()).isTrue();
+    assertThat(c.serverBackend().launch()).isEqualTo("ravel");
+    assertThat(RunConfig.load(null, List.of(), Map.of()).serverBackend()).isNull();
   }
 
   // ---------------------------------------------------------------- accessors
