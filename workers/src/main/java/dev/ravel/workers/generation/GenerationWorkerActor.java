@@ -2,6 +2,7 @@ package dev.ravel.workers.generation;
 
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.context.TraceCarrier;
+import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.engine.EmbeddedEngine;
@@ -14,6 +15,8 @@ import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.TinyLm;
 import io.ray.api.ObjectRef;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * {@link GenerationWorker} over a {@link GenerationBackend}: the {@link EmbeddedEngine}, or inference
@@ -22,6 +25,7 @@ import java.util.List;
  * {@code rl.worker.generate}.
  */
 public final class GenerationWorkerActor extends RavelActor implements GenerationWorker {
+  private static final Logger LOG = LoggerFactory.getLogger(GenerationWorkerActor.class);
   private final GenerationBackend backend;
 
   public GenerationWorkerActor(Payload<GenerationWorkerSpec> specPayload) {
@@ -66,5 +70,19 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
   @Override
   public EngineStats engineStats() {
     return backend.stats();
+  }
+
+  /**
+   * The session's closing call: stops the backend first (a server this worker launched flushes its own
+   * spans as it stops, so they are on disk when the run ends), then flushes this worker's spans.
+   */
+  @Override
+  public ExportStats flushTelemetry(long timeoutMs) {
+    try {
+      backend.close();
+    } catch (RuntimeException e) {
+      LOG.warn("stopping the generation backend failed: {}", e.toString());
+    }
+    return super.flushTelemetry(timeoutMs);
   }
 }
