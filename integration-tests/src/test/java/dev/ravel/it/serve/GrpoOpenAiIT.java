@@ -1,0 +1,95 @@
+package dev.ravel.it.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.it.support.GrpoRuns;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.traces.SpanRecord;
+import dev.ravel.telemetry.traces.TraceQuality;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * GRPO with generation over HTTP on a real Ray head: {@code generation.backend=openai generation.launch=ravel}
+ * with 2 workers, so 2 {@code ravel serve} processes. The run learns as the embedded one does (the same
+ * margin as GrpoLearningIT: the server's engine is the same engine, reached over HTTP), and every server's
+ * {@code llm_request} span is a child of a worker's {@code rl.worker.generate} across the HTTP hop.
+ */
+final class GrpoOpenAiIT {
+  static final int STEPS = 40;
+  static final int WORKERS = 2;
+
+  @TempDir
+  static Path runs;
+
+  private static GrpoRuns.Finished run(String id, String mode) {
+    return GrpoRuns.run(runs, id, "run.mode=" + mode, "run.seed=7", "grpo.steps=" + STEPS,
+        "grpo.prompts_per_step=32", "grpo.group_size=8", "generation.workers=" + WORKERS,
+        "generation.backend=openai", "generation.launch=ravel", "telemetry.preset=per_step",
+        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=0.05");
+  }
+
+  @Test
+  void sync_learnsAndServerSpansAreChildrenOfTheWorkersCalls() throws Exception {
+    GrpoRuns.Finished run = run("it-openai-sync", "sync");
+
+    assertLearned(run.steps());
+    assertServerSpansNestUnderWorkers(run);
+    // every request of every step reached a server and came back
+    assertThat(run.steps()).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(256));
+  }
+
+  @Test
+  void async_learnsAndServerSpansAreChildrenOfTheWorkersCalls() throws Exception {
+    GrpoRuns.Finished run = run("it-openai-async", "async");
+
+    assertLearned(run.steps());
+    assertServerSpansNestUnderWorkers(run);
+  }
+
+  private static void assertLearned(List<StepMetrics> steps) {
+    assertThat(steps).hasSize(STEPS);
+    double first = steps.subList(0, 5).stream().mapToDouble(StepMetrics::rewardMean).average().orElseThrow();
+    double last = steps.subList(STEPS - 5, STEPS).stream().mapToDouble(StepMetrics::rewardMean).average()
+        .orElseThrow();
+    System.out.printf("reward over HTTP: first 5 steps %.3f, last 5 steps %.3f%n", first, last);
+    assertThat(last - first).isGreaterThan(0.3);
+  }
+
+  private static void assertServerSpansNestUnderWorkers(GrpoRuns.Finished run) throws Exception {
+    TraceQuality quality = TraceQuality.of(run.traces().spans());
+    assertThat(run.traces().problems()).isEmpty();
+    assertThat(quality.generationCoverage()).isEqualTo(1.0);
+    assertThat(quality.disconnected()).isEmpty();
+    assertThat(quality.connectedness()).isEqualTo(1.0);
+
+    Set<String> workerCalls = run.traces().named("rl.worker.generate").stream().map(SpanRecord::spanId)
+        .collect(Collectors.toSet());
+    workerCalls.addAll(run.traces().named("rl.worker.generate_async").stream().map(SpanRecord::spanId).toList());
+    List<SpanRecord> llm = run.traces().named("llm_request");
+    assertThat(llm).isNotEmpty().allSatisfy(s -> {
+      assertThat(workerCalls).contains(s.parentSpanId());
+      assertThat(s.role()).isEqualTo("inference_server");
+      assertThat(s.kind()).isEqualTo(2);
+      assertThat(s.attributes()).containsKeys("gen_ai.request.id", "rl.weight_version");
+    });
+    // each worker's server is a process of its own, and none outlives the run
+    Set<Long> serverPids = llm.stream().map(s -> (Long) s.resourceAttribute(RavelAttributes.PROCESS_PID))
+        .collect(Collectors.toSet());
+    assertThat(serverPids).hasSize(WORKERS);
+    for (Long pid : serverPids) {
+      assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).as("server pid " + pid).isFalse();
+    }
+    try (Stream<Path> logs = Files.list(run.config().telemetry().runDir())) {
+      assertThat(logs.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("inference-server-")))
+          .hasSize(WORKERS);
+    }
+  }
+}

@@ -1,0 +1,161 @@
+package dev.ravel.it.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.ravel.driver.config.RunConfig;
+import dev.ravel.driver.grpo.GrpoRun;
+import dev.ravel.driver.grpo.StepListener;
+import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.driver.session.DriverSession;
+import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.TestEnv;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * GRPO against servers the user runs ({@code generation.servers}): a standalone {@code bin/ravel serve},
+ * one Ray head for the class. The happy path (weights loaded into the server each step), and what a user
+ * sees when a server is down at start, refuses a request, or is killed mid-run.
+ */
+final class OpenAiFaultsIT {
+  private static final Pattern LISTENING = Pattern.compile("listening on (http://127\\.0\\.0\\.1:\\d+)");
+
+  @TempDir
+  static Path runs;
+  static Process server;
+  static String url;
+  private static String lastUrl;
+  static DriverSession session;
+
+  @BeforeAll
+  static void start() throws Exception {
+    server = serve();
+    url = lastUrl;
+    session = DriverSession.builder(config("it-faults-session", url).telemetry()).env(TestEnv.clean())
+        .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start();
+  }
+
+  /** A standalone {@code bin/ravel serve} on a free port; {@link #lastUrl} is set to its URL. */
+  private static Process serve() throws Exception {
+    Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
+    Path out = Files.createTempFile(runs, "serve", ".out");
+    ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "serve", "--port", "0",
+        "--telemetry", "runs_dir=" + runs, "--telemetry", "run_id=it-faults-server")
+        .redirectErrorStream(true).redirectOutput(out.toFile());
+    pb.environment().clear();
+    pb.environment().putAll(TestEnv.clean());
+    Process p = pb.start();
+    Matcher m = RavelCommand.awaitOutput(out, p, LISTENING, "", 120);
+    lastUrl = m.group(1);
+    return p;
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (session != null) {
+      session.close();
+    }
+    if (server != null && server.isAlive()) {
+      server.destroy();
+      if (!server.waitFor(20, TimeUnit.SECONDS)) {
+        server.destroyForcibly();
+      }
+    }
+  }
+
+  private static RunConfig config(String runId, String serverUrl, String... overrides) {
+    List<String> o = new ArrayList<>(List.of("telemetry.run_id=" + runId, "telemetry.runs_dir=" + runs,
+        "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=2", "generation.backend=openai",
+        "generation.servers=" + serverUrl));
+    o.addAll(List.of(overrides));
+    return RunConfig.load(null, o, TestEnv.clean());
+  }
+
+  private static String messages(Throwable t) {
+    StringBuilder b = new StringBuilder();
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      b.append(c.getMessage()).append('\n');
+    }
+    return b.toString();
+  }
+
+  @Test
+  void run_againstAGivenServer_trainsAndTheServerServesTheLastVersion() throws Exception {
+    List<StepMetrics> steps = new GrpoRun(session, config("it-faults-ok", url, "grpo.steps=3"), StepListener.NONE).run();
+
+    assertThat(steps).hasSize(3).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(16));
+    String models = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "/v1/models")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    // the last version loaded and the one before it stay; older adapters were unloaded
+    assertThat(models).contains("\"ravel-tiny-v3\"").contains("\"ravel-tiny-v2\"").doesNotContain("\"ravel-tiny-v1\"");
+  }
+
+  @Test
+  void run_serverRefusesTheRequest_stepFailsWithTheServersOwnMessage() {
+    RunConfig c = config("it-faults-404", url, "grpo.steps=2", "generation.model=no-such-model", "generation.refit=false");
+
+    assertThatThrownBy(() -> new GrpoRun(session, c, StepListener.NONE).run())
+        .satisfies(e -> assertThat(messages(e)).contains(url + "/v1/completions").contains("HTTP 404")
+            .contains("no-such-model"));
+  }
+
+  @Test
+  void run_serverDownAtStart_oneLineNamingTheUrlBeforeRayStarts() throws Exception {
+    int port;
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+      port = s.getLocalPort();
+    }
+    String down = "http://127.0.0.1:" + port;
+
+    RavelCommand.Result r = RavelCommand.run(TestEnv.clean(), 120, "run", "examples/grpo-sync.yaml",
+        "generation.backend=openai", "generation.servers=" + down, "grpo.steps=1", "telemetry.runs_dir=" + runs);
+
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.stderr().strip().lines()).hasSize(1).first().asString()
+        .contains("generation.servers").contains(down + "/health").contains("connection refused");
+    assertThat(r.stdout()).doesNotContain("ravel: run ");
+  }
+
+  @Test
+  void run_serverKilledMidRun_failsNamingTheServer() throws Exception {
+    Process victim = serve();
+    String victimUrl = lastUrl;
+    try {
+      RunConfig c = config("it-faults-killed", victimUrl, "grpo.steps=6");
+      StepListener killAfterStep1 = (metrics, total) -> {
+        if (metrics.step() == 1) {
+          victim.destroyForcibly();
+          try {
+            victim.waitFor(10, TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      };
+      GrpoRun run = new GrpoRun(session, c, killAfterStep1);
+
+      assertThatThrownBy(run::run).satisfies(e -> assertThat(messages(e)).contains(victimUrl)
+          .containsIgnoringCase("connection refused"));
+      assertThat(run.history()).hasSize(2);
+    } finally {
+      victim.destroyForcibly();
+    }
+  }
+}
