@@ -34,7 +34,7 @@ final class ServerMetrics {
   static final String REQUESTS_RUNNING = "vllm:num_requests_running";
   static final String REQUESTS_WAITING = "vllm:num_requests_waiting";
   static final String KV_CACHE_USAGE = "vllm:kv_cache_usage_perc";
-  /** The name of {@link #KV_CACHE_USAGE} before vLLM 0.10 (read when the newer one is absent). */
+  /** The name of {@link #KV_CACHE_USAGE} in older vLLM releases (read when the newer one is absent). */
   static final String GPU_CACHE_USAGE = "vllm:gpu_cache_usage_perc";
   static final String PREEMPTIONS = "vllm:num_preemptions_total";
   static final String PROMPT_TOKENS = "vllm:prompt_tokens_total";
