@@ -117,4 +117,32 @@ public final class EngineNames {
 
   /** {@code stop}, {@code length}, {@code abort} or {@code error}, on {@link #METRIC_REQUESTS}. */
   public static final AttributeKey<String> FINISH_REASON = AttributeKey.stringKey("finish_reason");
+
+  // ---------------------------------------------------------------- metrics scraped from inference servers
+  //
+  // With generation.backend=openai each worker scrapes its servers' Prometheus /metrics (vLLM's names) and
+  // records the deltas under the names above where the meaning is the same: METRIC_PREEMPTIONS,
+  // METRIC_REQUESTS (by FINISH_REASON) and the gauges METRIC_REQUESTS_RUNNING, METRIC_REQUESTS_WAITING,
+  // METRIC_KV_CACHE_USAGE. A server exposes per-request distributions only as histogram sums and counts, so
+  // these totals get names of their own. Every point carries SERVER_ADDRESS and SERVER_PORT.
+
+  /** Counter, {@code {token}}, with {@link #TOKEN_TYPE}: prompt (input) and generated (output) tokens. */
+  public static final String METRIC_SERVER_TOKENS = "rl.engine.server.tokens";
+  /** Counter, seconds: summed arrival-to-first-scheduling time of a server's finished requests. */
+  public static final String METRIC_SERVER_QUEUE_TIME_SUM = "rl.engine.server.queue_time.sum";
+  /** Counter, {@code {request}}: the requests summed in {@link #METRIC_SERVER_QUEUE_TIME_SUM}. */
+  public static final String METRIC_SERVER_QUEUE_TIME_COUNT = "rl.engine.server.queue_time.count";
+  /** Counter, seconds: summed arrival-to-first-token time. */
+  public static final String METRIC_SERVER_TIME_TO_FIRST_TOKEN_SUM = "rl.engine.server.time_to_first_token.sum";
+  /** Counter, {@code {request}}: the requests summed in {@link #METRIC_SERVER_TIME_TO_FIRST_TOKEN_SUM}. */
+  public static final String METRIC_SERVER_TIME_TO_FIRST_TOKEN_COUNT = "rl.engine.server.time_to_first_token.count";
+  /** Counter, seconds: summed arrival-to-finish time (end-to-end latency). */
+  public static final String METRIC_SERVER_REQUEST_DURATION_SUM = "rl.engine.server.request.duration.sum";
+  /** Counter, {@code {request}}: the requests summed in {@link #METRIC_SERVER_REQUEST_DURATION_SUM}. */
+  public static final String METRIC_SERVER_REQUEST_DURATION_COUNT = "rl.engine.server.request.duration.count";
+
+  /** The scraped server's host (OTel semantic conventions' {@code server.address}). */
+  public static final AttributeKey<String> SERVER_ADDRESS = AttributeKey.stringKey("server.address");
+  /** The scraped server's port (OTel semantic conventions' {@code server.port}). */
+  public static final AttributeKey<Long> SERVER_PORT = AttributeKey.longKey("server.port");
 }

@@ -56,6 +56,4 @@ public final class RavelAttributes {
   public static final AttributeKey<String> HTTP_REQUEST_METHOD = AttributeKey.stringKey("http.request.method");
   public static final AttributeKey<Long> HTTP_RESPONSE_STATUS_CODE = AttributeKey.longKey("http.response.status_code");
   public static final AttributeKey<String> ERROR_TYPE = AttributeKey.stringKey("error.type");
-  public static final AttributeKey<String> SERVER_ADDRESS = AttributeKey.stringKey("server.address");
-  public static final AttributeKey<Long> SERVER_PORT = AttributeKey.longKey("server.port");
 }

@@ -39,15 +39,88 @@ public final class EngineStats implements Serializable {
   }
 
   /**
-   * A snapshot assembled outside the embedded engine (an inference server's counters as a worker sees
-   * them); a reason missing from {@code finished} counts 0.
+   * A builder, for engines other than {@link EmbeddedEngine} (an inference server read over HTTP); every
+   * value defaults to 0.
    */
-  public static EngineStats of(Map<FinishReason, Long> finished, long preemptions, int running, int waiting,
-      int kvTokensUsed, int kvTokenBudget, long promptTokens, long generationTokens) {
-    long[] f = new long[FinishReason.values().length];
-    finished.forEach((r, n) -> f[r.ordinal()] = n);
-    return new EngineStats(f, preemptions, running, waiting, kvTokensUsed, kvTokenBudget, promptTokens,
-        generationTokens, 0, 0);
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Builds an {@link EngineStats}; {@link #build()} rejects negative values. */
+  public static final class Builder {
+    private final long[] finished = new long[FinishReason.values().length];
+    private long preemptions;
+    private int running;
+    private int waiting;
+    private int kvTokensUsed;
+    private int kvTokenBudget;
+    private long promptTokens;
+    private long generationTokens;
+    private long spansKept;
+    private long spansSampledOut;
+
+    private Builder() {}
+
+    public Builder finished(FinishReason reason, long count) {
+      finished[reason.ordinal()] = count;
+      return this;
+    }
+
+    public Builder preemptions(long preemptions) {
+      this.preemptions = preemptions;
+      return this;
+    }
+
+    public Builder running(int running) {
+      this.running = running;
+      return this;
+    }
+
+    public Builder waiting(int waiting) {
+      this.waiting = waiting;
+      return this;
+    }
+
+    public Builder kvTokens(int used, int budget) {
+      this.kvTokensUsed = used;
+      this.kvTokenBudget = budget;
+      return this;
+    }
+
+    public Builder tokens(long prompt, long generation) {
+      this.promptTokens = prompt;
+      this.generationTokens = generation;
+      return this;
+    }
+
+    public Builder spans(long kept, long sampledOut) {
+      this.spansKept = kept;
+      this.spansSampledOut = sampledOut;
+      return this;
+    }
+
+    public EngineStats build() {
+      for (FinishReason r : FinishReason.values()) {
+        nonNegative("finished " + r.wireName(), finished[r.ordinal()]);
+      }
+      nonNegative("preemptions", preemptions);
+      nonNegative("running", running);
+      nonNegative("waiting", waiting);
+      nonNegative("kvTokensUsed", kvTokensUsed);
+      nonNegative("kvTokenBudget", kvTokenBudget);
+      nonNegative("promptTokens", promptTokens);
+      nonNegative("generationTokens", generationTokens);
+      nonNegative("spansKept", spansKept);
+      nonNegative("spansSampledOut", spansSampledOut);
+      return new EngineStats(finished, preemptions, running, waiting, kvTokensUsed, kvTokenBudget, promptTokens,
+          generationTokens, spansKept, spansSampledOut);
+    }
+
+    private static void nonNegative(String field, long value) {
+      if (value < 0) {
+        throw new IllegalArgumentException(field + ": must be at least 0 (got " + value + ")");
+      }
+    }
   }
 
   /** Finished requests by finish reason (every reason present, zeros included). */

@@ -135,4 +135,24 @@ final class EngineValuesTest {
       return (T) in.readObject();
     }
   }
+
+  @Test
+  void engineStatsBuilder_values_areKept() {
+    EngineStats s = EngineStats.builder().finished(FinishReason.STOP, 3).finished(FinishReason.ABORT, 1)
+        .preemptions(2).running(4).waiting(5).kvTokens(100, 400).tokens(30, 60).spans(7, 1).build();
+
+    assertThat(s.requestsFinished(FinishReason.STOP)).isEqualTo(3);
+    assertThat(s.requestsFinished(FinishReason.LENGTH)).isZero();
+    assertThat(s.requestsFinishedTotal()).isEqualTo(4);
+    assertThat(s.toString()).contains("preemptions=2", "running=4", "waiting=5", "kv=100/400", "promptTokens=30",
+        "generationTokens=60", "spansKept=7", "spansSampledOut=1");
+  }
+
+  @Test
+  void engineStatsBuilder_negativeValue_isRejectedNamingTheField() {
+    assertThatThrownBy(() -> EngineStats.builder().preemptions(-1).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("preemptions:");
+    assertThatThrownBy(() -> EngineStats.builder().finished(FinishReason.STOP, -2).build())
+        .hasMessageStartingWith("finished stop:");
+  }
 }

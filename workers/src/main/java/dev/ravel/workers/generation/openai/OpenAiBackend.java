@@ -10,6 +10,7 @@ import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.WeightsFile;
 import io.opentelemetry.api.OpenTelemetry;
 import java.io.IOException;
+import java.net.URI;
 import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,7 +18,6 @@ import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -52,6 +52,13 @@ public final class OpenAiBackend implements GenerationBackend {
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
   private volatile Served served;
 
+  private final MetricsScraper scraper;
+  private final ServerMetricsRecorder recorder;
+  /** Each server's last scrape, by base URL: the next delta is taken from it. */
+  private final Map<String, ServerMetrics> lastScrape = new java.util.LinkedHashMap<>();
+  /** The KV budget of each server when this worker launched it (known); 0 when configured elsewhere. */
+  private final int serverKvBudget;
+
   private final AtomicLongArray finished = new AtomicLongArray(FinishReason.values().length);
   private final AtomicLong promptTokens = new AtomicLong();
   private final AtomicLong generationTokens = new AtomicLong();
@@ -60,8 +67,12 @@ public final class OpenAiBackend implements GenerationBackend {
   private record Served(String model, long version) {}
 
   private OpenAiBackend(ServerBackendSpec spec, String modelName, int kvTokenBudget, List<ServerClient> clients,
-      LaunchedServer launched, Path weightsDir, long initialVersion) {
+      LaunchedServer launched, Path weightsDir, long initialVersion, MetricsScraper scraper,
+      ServerMetricsRecorder recorder) {
     this.spec = spec;
+    this.scraper = scraper;
+    this.recorder = recorder;
+    this.serverKvBudget = launched != null && spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL) ? kvTokenBudget : 0;
     this.modelName = modelName;
     this.kvTokenBudget = kvTokenBudget;
     this.clients = List.copyOf(clients);
@@ -114,7 +125,31 @@ public final class OpenAiBackend implements GenerationBackend {
       }
       clients.add(c);
     }
-    return new OpenAiBackend(spec, modelName, kvTokenBudget, clients, launched, weightsDir, initial.version());
+    OpenAiBackend backend = new OpenAiBackend(spec, modelName, kvTokenBudget, clients, launched, weightsDir,
+        initial.version(), new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
+        new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
+    backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
+    return backend;
+  }
+
+  /**
+   * Scrapes every server's {@code /metrics} and, when {@code record}, records what changed since the last
+   * scrape into the run's metrics. A server whose metrics cannot be read is logged and skipped (its next
+   * delta then covers both periods): telemetry never fails a step.
+   */
+  private synchronized void scrapeAll(boolean record) {
+    for (ServerClient c : clients) {
+      URI uri = URI.create(c.baseUrl());
+      try {
+        ServerMetrics now = scraper.scrape(uri);
+        if (record) {
+          recorder.record(uri, now.minus(lastScrape.getOrDefault(c.baseUrl(), ServerMetrics.empty(c.baseUrl()))));
+        }
+        lastScrape.put(c.baseUrl(), now);
+      } catch (RuntimeException e) {
+        LOG.warn("could not scrape the metrics of {}: {}", c.baseUrl(), e.getMessage());
+      }
+    }
   }
 
   /**
@@ -193,6 +228,7 @@ public final class OpenAiBackend implements GenerationBackend {
    */
   @Override
   public synchronized void updateWeights(ModelWeights weights) {
+    scrapeAll(true); // a step's engine metrics: what the servers did since the last weights
     long version = weights.version();
     if (!spec.refit()) {
       served = new Served(served.model(), version);
@@ -237,20 +273,34 @@ public final class OpenAiBackend implements GenerationBackend {
   }
 
   /**
-   * What this worker's requests came to (finished by reason, prompt and generation tokens: exact, counted
-   * from the responses); the servers' own counters are in their {@code /metrics}.
+   * This worker's requests (finished by reason, prompt and generation tokens: exact, counted from the
+   * responses) beside its servers' preemptions since this worker started, running and waiting requests and
+   * KV usage (from a fresh scrape of their {@code /metrics}, recorded as the last period's delta too).
+   * Servers shared with other workers (fewer servers than workers) report their whole load to each.
    */
   @Override
   public EngineStats stats() {
-    Map<FinishReason, Long> f = new EnumMap<>(FinishReason.class);
-    for (FinishReason r : FinishReason.values()) {
-      f.put(r, finished.get(r.ordinal()));
+    scrapeAll(true);
+    EngineStats server;
+    synchronized (this) {
+      server = ServerMetrics.toEngineStats(lastScrape.values(), serverKvBudget);
     }
-    return EngineStats.of(f, 0, 0, 0, 0, kvTokenBudget, promptTokens.get(), generationTokens.get());
+    EngineStats.Builder b = EngineStats.builder()
+        .preemptions(server.preemptions())
+        .running(server.running())
+        .waiting(server.waiting())
+        .kvTokens(server.kvTokensUsed(), server.kvTokenBudget())
+        .tokens(promptTokens.get(), generationTokens.get())
+        .spans(0, 0);
+    for (FinishReason r : FinishReason.values()) {
+      b.finished(r, finished.get(r.ordinal()));
+    }
+    return b.build();
   }
 
   @Override
   public void close() {
+    recorder.close();
     if (launched != null) {
       launched.close();
     }

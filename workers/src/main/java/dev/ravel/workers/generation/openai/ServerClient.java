@@ -163,8 +163,8 @@ final class ServerClient {
       AttributesBuilder a = Attributes.builder()
           .put(RavelAttributes.URL_FULL, url.toString())
           .put(RavelAttributes.HTTP_REQUEST_METHOD, "POST")
-          .put(RavelAttributes.SERVER_ADDRESS, url.getHost())
-          .put(RavelAttributes.SERVER_PORT, (long) url.getPort())
+          .put(EngineNames.SERVER_ADDRESS, url.getHost())
+          .put(EngineNames.SERVER_PORT, (long) url.getPort())
           .put(RavelAttributes.ERROR_TYPE, errorType)
           .put(EngineNames.REQUEST_ID, request.requestId());
       if (status > 0) {
