@@ -2,15 +2,12 @@ package dev.ravel.it.grpo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.GrpoRuns;
+import dev.ravel.it.support.RunMetrics;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -52,7 +49,8 @@ final class EngineSamplingIT {
 
   @Test
   void metrics_requestCounterIsExactWhateverTheRatio() throws IOException {
-    assertThat(requestCounter(run.config().telemetry().runDir())).isEqualTo(REQUESTS);
+    assertThat(RunMetrics.counter(run.config().telemetry().runDir(), "generation_worker", "rl.engine.requests"))
+        .isEqualTo(REQUESTS);
   }
 
   @Test
@@ -60,37 +58,5 @@ final class EngineSamplingIT {
     assertThat(run.traces().named("rl.grpo.step")).hasSize(STEPS);
     assertThat(run.traces().named("rl.worker.generate")).hasSize(STEPS * 2);
     assertThat(run.traces().named("rl.vllm.generate")).hasSize(STEPS);
-  }
-
-  /** The sum over generation workers of the last exported cumulative value of rl.engine.requests. */
-  static long requestCounter(Path runDir) throws IOException {
-    ObjectMapper json = new ObjectMapper();
-    long total = 0;
-    try (Stream<Path> files = Files.list(runDir)) {
-      for (Path f : files.filter(p -> p.getFileName().toString().startsWith("metrics-generation_worker")).toList()) {
-        long last = 0;
-        for (String line : Files.readAllLines(f)) {
-          long sum = 0;
-          boolean found = false;
-          for (JsonNode rm : json.readTree(line).path("resourceMetrics")) {
-            for (JsonNode sm : rm.path("scopeMetrics")) {
-              for (JsonNode m : sm.path("metrics")) {
-                if (m.path("name").asText().equals("rl.engine.requests")) {
-                  for (JsonNode dp : m.path("sum").path("dataPoints")) {
-                    sum += Long.parseLong(dp.path("asInt").asText("0"));
-                    found = true;
-                  }
-                }
-              }
-            }
-          }
-          if (found) {
-            last = sum;
-          }
-        }
-        total += last;
-      }
-    }
-    return total;
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.it.support.GrpoRuns;
+import dev.ravel.it.support.RunMetrics;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
@@ -52,6 +53,21 @@ final class GrpoOpenAiIT {
 
     assertLearned(run.steps());
     assertServerSpansNestUnderWorkers(run);
+  }
+
+  @Test
+  void metrics_preemptionDeltasScrapedEachStepSumToTheServersOwnCount() throws Exception {
+    GrpoRuns.Finished run = GrpoRuns.run(runs, "it-openai-preempt", "run.mode=sync", "grpo.steps=3",
+        "grpo.prompts_per_step=8", "grpo.group_size=4", "grpo.max_new_tokens=8", "generation.workers=" + WORKERS,
+        "generation.backend=openai", "generation.launch=ravel", "generation.kv_token_budget=24",
+        "telemetry.engine_tracing=false");
+    Path dir = run.config().telemetry().runDir();
+
+    long servers = RunMetrics.counter(dir, "inference_server", "rl.engine.preemptions");
+    long scraped = RunMetrics.counter(dir, "generation_worker", "rl.engine.preemptions");
+
+    assertThat(servers).as("the servers' own preemption count").isPositive();
+    assertThat(scraped).as("the workers' per-step deltas scraped from /metrics, summed").isEqualTo(servers);
   }
 
   private static void assertLearned(List<StepMetrics> steps) {
