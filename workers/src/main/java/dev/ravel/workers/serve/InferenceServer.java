@@ -3,6 +3,7 @@ package dev.ravel.workers.serve;
 import com.sun.net.httpserver.HttpServer;
 import dev.ravel.workers.engine.EmbeddedEngine;
 import dev.ravel.workers.engine.EngineConfig;
+import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.TinyLm;
 import dev.ravel.workers.model.Tokenizer;
@@ -117,6 +118,11 @@ public final class InferenceServer implements AutoCloseable {
   /** The weight version the engine serves now. */
   public long weightVersion() {
     return models.currentVersion();
+  }
+
+  /** The engine's counters and load now. */
+  EngineStats engineStats() {
+    return engine.snapshot();
   }
 
   /**
