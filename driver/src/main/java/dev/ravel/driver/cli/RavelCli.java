@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "ravel", mixinStandardHelpOptions = true, version = "ravel 0.1.0",
     description = "Run and observe reinforcement-learning post-training on Ray.",
     subcommands = {RunCommand.class, RunsCommand.class, TraceCommand.class, BenchCommand.class, DemoCommand.class, SubmitCommand.class,
-        JobsCommand.class, CommandLine.HelpCommand.class})
+        JobsCommand.class, dev.ravel.workers.serve.ServeCommand.class, CommandLine.HelpCommand.class})
 public final class RavelCli implements Runnable {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
