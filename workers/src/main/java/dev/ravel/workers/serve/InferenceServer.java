@@ -28,8 +28,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code traceparent}/{@code tracestate} headers, so the engine's {@code llm_request} spans are children
  * of the caller's span (a new root without them).
  *
- * <p>Build one with {@link #builder()}, {@link #start} it, and {@link #close()} it: HTTP stops first, then
- * the engine. The OpenTelemetry given is used, not closed.
+ * <p>Build one with {@link #builder()}, {@link #start} it, and {@link #close()} it: new requests are
+ * refused (503) first, then the engine closes (requests in flight get 503), then HTTP stops. The
+ * OpenTelemetry given is used, not closed.
  */
 public final class InferenceServer implements AutoCloseable {
   private final EmbeddedEngine engine;
@@ -39,6 +40,7 @@ public final class InferenceServer implements AutoCloseable {
   private final int httpThreads;
   private final String version;
   private HttpServer http;
+  private Routes routes;
   private ThreadPoolExecutor executor;
   private boolean closed;
 
@@ -88,7 +90,7 @@ public final class InferenceServer implements AutoCloseable {
         new ResponseBodies(tokenizer));
     AdapterHandler adapters = new AdapterHandler(engine, models, tokenizer);
     StatusHandler status = new StatusHandler(engine, models, metrics, version);
-    new Routes(server)
+    routes = new Routes(server)
         .get("/health", status::health)
         .get("/version", status::version)
         .get("/v1/models", status::models)
@@ -126,8 +128,9 @@ public final class InferenceServer implements AutoCloseable {
   }
 
   /**
-   * Stops accepting requests (exchanges in progress get up to a second), then closes the engine (requests
-   * still in it end as aborted: 503), then the HTTP threads. Idempotent.
+   * Answers new requests 503, closes the engine (choices still in it end as aborted, and their requests
+   * are answered 503), waits up to two seconds for the exchanges in progress to finish, then stops the
+   * listener, the connections and the HTTP threads. Idempotent.
    */
   @Override
   public synchronized void close() {
@@ -135,10 +138,20 @@ public final class InferenceServer implements AutoCloseable {
       return;
     }
     closed = true;
-    if (http != null) {
-      http.stop(1);
+    if (routes != null) {
+      routes.closing();
     }
     engine.close();
+    try {
+      if (routes != null) {
+        routes.awaitIdle(2000);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (http != null) {
+      http.stop(0);
+    }
     if (executor != null) {
       executor.shutdown();
       try {

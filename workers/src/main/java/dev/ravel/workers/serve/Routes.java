@@ -9,7 +9,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Binds handlers to exact paths and methods on a JDK {@link HttpServer}: another path is a 404, another
  * method a 405 (with {@code Allow}); an {@link ApiError} becomes vLLM's error body, any other exception a
- * 500 naming it. A response already under way (a stream) is ended instead.
+ * 500 naming it. A response already under way (a stream) is ended instead. Counts the exchanges in
+ * progress, and once {@link #closing()} answers new ones 503, so that a server can drain before it stops.
  */
 final class Routes {
   private static final Logger LOG = LoggerFactory.getLogger(Routes.class);
@@ -20,10 +21,33 @@ final class Routes {
   }
 
   private final HttpServer server;
+  private final Object lock = new Object();
+  private int inFlight;
+  private volatile boolean closing;
 
   Routes(HttpServer server) {
     this.server = server;
     server.createContext("/", ex -> serve(ex, null, null, null));
+  }
+
+  /** From now on, requests are answered 503. */
+  void closing() {
+    closing = true;
+  }
+
+  /** Waits until no exchange is in progress, at most {@code millis}; false on timeout. */
+  boolean awaitIdle(long millis) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + millis;
+    synchronized (lock) {
+      while (inFlight > 0) {
+        long left = deadline - System.currentTimeMillis();
+        if (left <= 0) {
+          return false;
+        }
+        lock.wait(left);
+      }
+      return true;
+    }
   }
 
   Routes get(String path, Handler h) {
@@ -36,8 +60,14 @@ final class Routes {
     return this;
   }
 
-  private static void serve(HttpExchange ex, String path, String method, Handler h) {
+  private void serve(HttpExchange ex, String path, String method, Handler h) {
+    synchronized (lock) {
+      inFlight++;
+    }
     try {
+      if (closing) {
+        throw ApiError.unavailable("the server is shutting down");
+      }
       String requested = ex.getRequestURI().getPath();
       if (path == null || !path.equals(requested)) {
         throw ApiError.notFound("Not Found: no route " + requested);
@@ -56,6 +86,10 @@ final class Routes {
       fail(ex, ApiError.internal("internal error: " + e));
     } finally {
       ex.close();
+      synchronized (lock) {
+        inFlight--;
+        lock.notifyAll();
+      }
     }
   }
 
