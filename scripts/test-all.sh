@@ -3,7 +3,8 @@
 # loopback: a real Ray head, a real Jaeger v2, a real headless Chromium. Installs those first, idempotently:
 # the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the compat Ray (2.39.0, what
 # Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from the Go module proxy,
-# Debian's Chromium. Every integration test runs on the default Ray; a smoke set also runs on the compat Ray.
+# Debian's Chromium, and the official OpenAI Python client (pinned, in its own virtualenv). Every integration
+# test runs on the default Ray; a smoke set also runs on the compat Ray.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -17,8 +18,10 @@ ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1;
 RAVEL_JAEGER_BIN="$("$ROOT/scripts/setup-jaeger.sh")"
 RAVEL_CHROMIUM="$("$ROOT/scripts/setup-browser.sh")"
 export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
+OPENAI_VENV="$("$ROOT/scripts/setup-openai-client.sh" | tail -n 1)"
 exec mvn -B ${MAVEN_ARGS:-} \
   -Dravel.ray.version="$RAY_VERSION" -Dravel.ray.venv="$RAY_VENV" -Dravel.ray.jar="$(ray_jar "$RAY_VENV")" \
   -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
   -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
+  -Dravel.openai.venv="$OPENAI_VENV" \
   verify

@@ -1,13 +1,14 @@
 package dev.ravel.driver.cli;
 
+import dev.ravel.workers.serve.ServeCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** {@code ravel}: run and observe RL post-training on Ray. */
 @Command(name = "ravel", mixinStandardHelpOptions = true, version = "ravel 0.1.0",
     description = "Run and observe reinforcement-learning post-training on Ray.",
-    subcommands = {RunCommand.class, RunsCommand.class, TraceCommand.class, BenchCommand.class, DemoCommand.class, SubmitCommand.class,
-        JobsCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {RunCommand.class, RunsCommand.class, TraceCommand.class, ServeCommand.class, BenchCommand.class,
+        BenchHttpCommand.class, DemoCommand.class, SubmitCommand.class, JobsCommand.class, CommandLine.HelpCommand.class})
 public final class RavelCli implements Runnable {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;

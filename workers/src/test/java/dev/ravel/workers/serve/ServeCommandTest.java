@@ -1,0 +1,150 @@
+package dev.ravel.workers.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.telemetry.config.ExporterKind;
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.workers.model.WeightsFile;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+@Timeout(60)
+final class ServeCommandTest {
+  private static final Pattern LISTENING = Pattern.compile("ravel serve: listening on http://127\\.0\\.0\\.1:(\\d+)\n");
+
+  @TempDir
+  Path dir;
+
+  @Test
+  void serve_exitWithParent_stopsWithinSecondsOfTheParentsDeath() throws Exception {
+    Process parent = new ProcessBuilder("sleep", "30").start();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    cmd.out = new PrintStream(out, true, StandardCharsets.UTF_8);
+    Path weights = WeightsFile.write(dir.resolve("w.bin"), TestServer.weights().withVersion(5));
+    CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> ServeMain.commandLine(cmd).execute(
+        "--port", "0", "--model-name", "m", "--weights", weights.toString(), "--exit-with-parent",
+        Long.toString(parent.pid()), "--telemetry", "exporter=none", "--telemetry", "enabled=false"));
+    int port = awaitPort(out, exit);
+    HttpClient client = HttpClient.newHttpClient();
+    HttpRequest health = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health")).build();
+    assertThat(client.send(health, HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+    HttpRequest models = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/models")).build();
+    assertThat(client.send(models, HttpResponse.BodyHandlers.ofString()).body()).contains("\"id\":\"m\"");
+
+    parent.destroy();
+    parent.waitFor();
+    long killed = System.nanoTime();
+
+    assertThat(exit.get(5, TimeUnit.SECONDS)).isZero();
+    assertThat(Duration.ofNanos(System.nanoTime() - killed)).isLessThan(Duration.ofSeconds(3));
+    assertThat(out.toString(StandardCharsets.UTF_8)).matches(LISTENING);
+    try {
+      HttpClient.newHttpClient().send(health, HttpResponse.BodyHandlers.ofString());
+      throw new AssertionError("still serving after the parent died");
+    } catch (ConnectException expected) {
+      // the port is closed
+    }
+  }
+
+  @Test
+  void serve_badInput_exitsWithCode2AndOneLine() {
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    CommandLine cl = ServeMain.commandLine(cmd).setErr(new java.io.PrintWriter(err, true));
+
+    int code = cl.execute("--port", "0", "--weights", dir.resolve("none.bin").toString(), "--telemetry",
+        "exporter=none");
+
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8)).startsWith("ravel serve: weights file " + dir.resolve("none.bin"))
+        .hasLineCount(1);
+  }
+
+  @Test
+  void serve_unknownTelemetryKey_exitsWithCode2NamingIt() {
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    CommandLine cl = ServeMain.commandLine(cmd).setErr(new java.io.PrintWriter(err, true));
+
+    assertThat(cl.execute("--port", "0", "--telemetry", "colour=red")).isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8)).startsWith(
+        "ravel serve: invalid configuration: --telemetry colour: unknown key");
+  }
+
+  @Test
+  void serve_portOutOfRange_isAUsageError() {
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    CommandLine cl = ServeMain.commandLine(cmd).setErr(new java.io.PrintWriter(err, true));
+
+    assertThat(cl.execute("--port", "70000")).isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8)).startsWith("--port: must be in [0, 65535] (got 70000)");
+  }
+
+  @Test
+  void telemetryConfig_launchedByAWorker_readsTheWorkersVariablesAndOverridesWin() {
+    Map<String, String> env = Map.of("RAVEL_TELEMETRY_RUN_ID", "run-1", "RAVEL_TELEMETRY_ENGINE_TRACING", "true",
+        "RAVEL_TELEMETRY_EXPORTER", "otlp", "RAVEL_OTLP_ENDPOINT", "http://127.0.0.1:4999",
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:5999");
+
+    TelemetryConfig c = ServeTelemetry.config(env, Map.of("engine_sample_ratio", "0.25"));
+
+    assertThat(ServeTelemetry.launchedByWorker(env)).isTrue();
+    assertThat(c.runId()).isEqualTo("run-1");
+    assertThat(c.engineTracing()).isTrue();
+    assertThat(c.engineSampleRatio()).isEqualTo(0.25);
+    assertThat(c.exporter()).isEqualTo(ExporterKind.OTLP);
+    assertThat(ServeTelemetry.otlp(env).endpoint().toString()).startsWith("http://127.0.0.1:4999");
+    assertThat(ServeTelemetry.config(env, Map.of("exporter", "none")).exporter()).isEqualTo(ExporterKind.NONE);
+  }
+
+  @Test
+  void telemetryConfig_standalone_resolvesLikeTheDriverWithANewRunId() {
+    Map<String, String> env = Map.of("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:5999",
+        "RAVEL_TELEMETRY_ENGINE_TRACING", "true");
+
+    TelemetryConfig c = ServeTelemetry.config(env, Map.of());
+
+    assertThat(ServeTelemetry.launchedByWorker(env)).isFalse();
+    assertThat(c.runId()).isNotBlank();
+    assertThat(c.engineTracing()).isTrue();
+    assertThat(ServeTelemetry.otlp(env).endpoint().toString()).startsWith("http://127.0.0.1:5999");
+  }
+
+  private static int awaitPort(ByteArrayOutputStream out, CompletableFuture<Integer> exit) throws InterruptedException {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (System.nanoTime() < deadline) {
+      Matcher m = LISTENING.matcher(out.toString(StandardCharsets.UTF_8));
+      if (m.matches()) {
+        return Integer.parseInt(m.group(1));
+      }
+      if (exit.isDone()) {
+        throw new AssertionError("ravel serve ended with " + exit.join() + " before listening");
+      }
+      Thread.sleep(20);
+    }
+    throw new AssertionError("ravel serve did not print its listening line: " + out);
+  }
+}
