@@ -33,6 +33,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  * OpenTelemetry given is used, not closed.
  */
 public final class InferenceServer implements AutoCloseable {
+  /**
+   * TCP_NODELAY on the JDK server's connections: it writes a response's headers and body in two packets,
+   * and without it Nagle's algorithm holds the body until the client's delayed ACK (about 40 ms per
+   * request). Read once, when the JDK's HTTP server is first used in the JVM.
+   */
+  private static final String NODELAY = "sun.net.httpserver.nodelay";
+
+  static {
+    if (System.getProperty(NODELAY) == null) {
+      System.setProperty(NODELAY, "true");
+    }
+  }
+
   private final EmbeddedEngine engine;
   private final ServedModels models;
   private final Tokenizer tokenizer;
