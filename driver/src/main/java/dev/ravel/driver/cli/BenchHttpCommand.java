@@ -45,6 +45,14 @@ final class BenchHttpCommand implements Callable<Integer> {
   @Option(names = "--rounds", defaultValue = "5", description = "Recorded rounds (default ${DEFAULT-VALUE}).")
   int rounds;
 
+  @Option(names = "--hidden-dim", defaultValue = "64",
+      description = "The model's hidden units (64: the demo's tiny model; larger: generation costs more per token,"
+          + " as on a real cluster) (default ${DEFAULT-VALUE}).")
+  int hiddenDim;
+
+  @Option(names = "--embed-dim", defaultValue = "16", description = "The model's embedding size (default ${DEFAULT-VALUE}).")
+  int embedDim;
+
   @Override
   public Integer call() throws Exception {
     if (prompts < 1 || groupSize < 1 || maxTokens < 1 || rounds < 1) {
@@ -52,7 +60,8 @@ final class BenchHttpCommand implements Callable<Integer> {
           "--prompts, --group-size, --max-tokens and --rounds must be at least 1");
     }
     CharTokenizer tokenizer = CharTokenizer.arithmetic();
-    ModelWeights weights = ModelWeights.init(ModelSpec.tiny(tokenizer.vocabSize()), 7);
+    ModelSpec model = ModelSpec.tiny(tokenizer.vocabSize()).toBuilder().hiddenDim(hiddenDim).embedDim(embedDim).build();
+    ModelWeights weights = ModelWeights.init(model, 7);
     EngineConfig config = EngineConfig.builder().kvTokenBudget(1 << 16).maxRunningRequests(256)
         .modelName("ravel-tiny").eosToken(tokenizer.eos()).build();
     Path logs = Files.createTempDirectory("ravel-bench-http-");
@@ -68,8 +77,8 @@ final class BenchHttpCommand implements Callable<Integer> {
         SamplingParams sampling = SamplingParams.builder().maxTokens(maxTokens).temperature(1.0).build();
         double[] embeddedTps = new double[rounds];
         double[] httpTps = new double[rounds];
-        System.out.printf("%d requests a batch (%d prompts x %d), at most %d new tokens each%n",
-            prompts * groupSize, prompts, groupSize, maxTokens);
+        System.out.printf("%d requests a batch (%d prompts x %d), at most %d new tokens each, model %s%n",
+            prompts * groupSize, prompts, groupSize, maxTokens, model);
         for (int r = -1; r < rounds; r++) {
           List<GenerationRequest> batch = StepBatch.plan(ArithmeticTask.standard(), tokenizer, prompts, groupSize,
               sampling, 7, r + 1).requests();

@@ -34,7 +34,7 @@ public record StepBatch(long step, int groupSize, List<Problem> problems, List<G
 
   /**
    * Step {@code step}'s batch: {@code prompts} problems drawn from {@code task}, each asked {@code groupSize}
-   * times with its own sampling seed (requests {@code s<step>-p<prompt>-g<sample>}, see {@link GroupRequests}).
+   * times with its own sampling seed (requests {@code s<step>-p<prompt>-<sample>}, see {@link GroupRequests}).
    */
   public static StepBatch plan(ArithmeticTask task, Tokenizer tokenizer, int prompts, int groupSize,
       SamplingParams sampling, long runSeed, long step) {

@@ -13,7 +13,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Submits the choices of one HTTP request to the engine together: choice {@code i} is engine request
- * {@code <requestId>-<i>} with seed {@code seed + i} under the caller's trace context. Each result is
+ * {@code <requestId>-<i>} (just {@code <requestId>} when there is one choice) with seed {@code seed + i}
+ * under the caller's trace context. Each result is
  * counted in the metrics before its future completes, so a response is never ahead of {@code /metrics}.
  */
 final class Generations {
@@ -34,7 +35,7 @@ final class Generations {
     int choices = request.choices();
     List<GenerationRequest> requests = new ArrayList<>(choices);
     for (int i = 0; i < choices; i++) {
-      requests.add(GenerationRequest.of(requestId + "-" + i, request.promptOf(i),
+      requests.add(GenerationRequest.of(choices == 1 ? requestId : requestId + "-" + i, request.promptOf(i),
           request.sampling().withSeed(seed + i), carrier));
     }
     List<CompletableFuture<GenerationResult>> futures = new ArrayList<>(choices);

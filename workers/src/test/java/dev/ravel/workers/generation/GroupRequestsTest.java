@@ -22,7 +22,7 @@ final class GroupRequestsTest {
     List<GenerationRequest> requests = GroupRequests.of(PROBLEMS, TOKENIZER, 3, SAMPLING, 7, new SplittableRandom(1));
 
     assertThat(requests).extracting(GenerationRequest::requestId)
-        .containsExactly("s7-p0-g0", "s7-p0-g1", "s7-p0-g2", "s7-p1-g0", "s7-p1-g1", "s7-p1-g2");
+        .containsExactly("s7-p0-0", "s7-p0-1", "s7-p0-2", "s7-p1-0", "s7-p1-1", "s7-p1-2");
   }
 
   @Test
@@ -36,12 +36,15 @@ final class GroupRequestsTest {
   }
 
   @Test
-  void of_seedsAreDrawnFromTheRngInRequestOrderAndTheRestOfTheSamplingIsKept() {
+  void of_eachGroupDrawsASeedAndItsSamplesCountUpFromItAsVllmSeedsChoices() {
     List<GenerationRequest> requests = GroupRequests.of(PROBLEMS, TOKENIZER, 3, SAMPLING, 0, new SplittableRandom(42));
 
     SplittableRandom same = new SplittableRandom(42);
-    for (GenerationRequest r : requests) {
-      assertThat(r.params()).isEqualTo(SAMPLING.withSeed(same.nextLong()));
+    for (int p = 0; p < PROBLEMS.size(); p++) {
+      long groupSeed = same.nextLong();
+      for (int g = 0; g < 3; g++) {
+        assertThat(requests.get(p * 3 + g).params()).isEqualTo(SAMPLING.withSeed(groupSeed + g));
+      }
     }
     assertThat(requests).extracting(r -> r.params().seed()).doesNotHaveDuplicates();
   }

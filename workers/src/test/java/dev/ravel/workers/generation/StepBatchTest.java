@@ -31,7 +31,7 @@ final class StepBatchTest {
 
     assertThat(a.problems()).isEqualTo(b.problems());
     assertThat(a.requests()).extracting(GenerationRequest::requestId)
-        .containsExactly("s4-p0-g0", "s4-p0-g1", "s4-p1-g0", "s4-p1-g1", "s4-p2-g0", "s4-p2-g1");
+        .containsExactly("s4-p0-0", "s4-p0-1", "s4-p1-0", "s4-p1-1", "s4-p2-0", "s4-p2-1");
     assertThat(a.requests()).extracting(r -> r.params().seed())
         .containsExactlyElementsOf(b.requests().stream().map(r -> r.params().seed()).toList());
   }
@@ -67,7 +67,7 @@ final class StepBatchTest {
     assertThat(ts).extracting(Trajectory::groupIndex).containsExactly(0, 1, 0, 1, 0, 1);
     assertThat(ts).extracting(Trajectory::reward).containsExactly(1.0, 0.0, 0.0, 1.0, 1.0, 1.0);
     assertThat(ts).extracting(Trajectory::weightVersion).containsOnly(3L);
-    assertThat(ts.get(2).requestId()).isEqualTo("s0-p1-g0");
+    assertThat(ts.get(2).requestId()).isEqualTo("s0-p1-0");
     assertThat(ts.get(2).prompt()).containsExactly(b.requests().get(2).promptTokens());
   }
 
@@ -78,11 +78,11 @@ final class StepBatchTest {
     for (GenerationRequest r : b.requests()) {
       results.add(result(r, FinishReason.STOP, 0));
     }
-    results.set(3, GenerationResult.builder().requestId("s0-p1-g1").promptTokens(new int[] {1})
+    results.set(3, GenerationResult.builder().requestId("s0-p1-1").promptTokens(new int[] {1})
         .finishReason(FinishReason.ERROR).error("prompt exceeds the KV budget").stats(stats()).build());
 
     assertThatThrownBy(() -> b.trajectories(results, new double[6])).isInstanceOf(IllegalStateException.class)
-        .hasMessage("generation of s0-p1-g1 ended error: prompt exceeds the KV budget");
+        .hasMessage("generation of s0-p1-1 ended error: prompt exceeds the KV budget");
   }
 
   @Test
@@ -95,7 +95,7 @@ final class StepBatchTest {
     java.util.Collections.swap(results, 0, 1);
 
     assertThatThrownBy(() -> b.trajectories(results, new double[6])).isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("result 0 is for request s0-p0-g1, expected s0-p0-g0");
+        .hasMessageContaining("result 0 is for request s0-p0-1, expected s0-p0-0");
     assertThatThrownBy(() -> b.trajectories(results.subList(0, 5), new double[6]))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("expected 6 results");
   }

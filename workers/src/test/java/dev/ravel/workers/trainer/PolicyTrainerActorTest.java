@@ -182,14 +182,14 @@ final class PolicyTrainerActorTest {
   /**
    * Two groups ({@code promptA}, then {@code promptB}) of the fixed {@link #COMPLETIONS} and
    * {@link #REWARDS}, with behaviour log-probs under {@code behaviour} and request ids
-   * {@code <prefix>-p<prompt>-g<sample>}.
+   * {@code <prefix>-p<prompt>-<sample>}.
    */
   private static List<Trajectory> batch(String prefix, ModelWeights behaviour, String promptA, String promptB) {
     TinyLm lm = TinyLm.of(behaviour);
     List<Trajectory> out = new ArrayList<>();
     for (int i = 0; i < COMPLETIONS.length; i++) {
       int[] prompt = TOKENIZER.encode(i < 4 ? promptA : promptB);
-      out.add(new Trajectory(prefix + "-p" + i / 4 + "-g" + i % 4, prompt, COMPLETIONS[i],
+      out.add(new Trajectory(prefix + "-p" + i / 4 + "-" + i % 4, prompt, COMPLETIONS[i],
           logProbs(lm, prompt, COMPLETIONS[i]), REWARDS[i], behaviour.version(), i % 4));
     }
     return out;

@@ -9,13 +9,13 @@ import dev.ravel.workers.engine.FinishReason;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.SamplingParams;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
- * The JSON of vLLM's {@code POST /v1/completions} as Ravel uses it (docs/openai-protocol.md): one request
- * per completion ({@code n = 1}, the request's own seed, so every sample is reproducible and has its own
- * request id), the prompt as token ids, and the sampled tokens' log-probs with
- * {@code return_tokens_as_token_ids}, so that the completion's token ids and behaviour log-probs reach the
- * trainer as from the embedded engine.
+ * The JSON of vLLM's {@code POST /v1/completions} as Ravel uses it (docs/openai-protocol.md): the prompt as
+ * token ids, {@code n} samples seeded {@code seed + i} (a GRPO group, see {@code GroupRequests}), and the
+ * sampled tokens' log-probs with {@code return_tokens_as_token_ids}, so that each completion's token ids and
+ * behaviour log-probs reach the trainer as from the embedded engine.
  */
 final class CompletionsProtocol {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -27,11 +27,13 @@ final class CompletionsProtocol {
   private CompletionsProtocol() {}
 
   /** A parsed completion: what became of one request. */
-  record Completion(String model, int[] tokens, float[] logprobs, FinishReason finishReason, int promptTokens,
-      int completionTokens) {}
+  record Completion(String model, int[] tokens, float[] logprobs, FinishReason finishReason) {}
 
-  /** The body of {@code POST /v1/completions} for {@code request}, addressed to {@code model}. */
-  static byte[] requestBody(GenerationRequest request, String model) {
+  /**
+   * The body of {@code POST /v1/completions} for {@code n} samples of {@code request}'s prompt (sample i
+   * seeded with its seed + i), addressed to {@code model}.
+   */
+  static byte[] requestBody(GenerationRequest request, int n, String model) {
     SamplingParams p = request.params();
     ObjectNode body = JSON.createObjectNode();
     body.put("model", model);
@@ -39,7 +41,7 @@ final class CompletionsProtocol {
     for (int t : request.promptTokens()) {
       prompt.add(t);
     }
-    body.put("n", 1);
+    body.put("n", n);
     body.put("max_tokens", p.maxTokens());
     body.put("temperature", p.temperature());
     body.put("top_p", p.topP());
@@ -56,11 +58,11 @@ final class CompletionsProtocol {
   }
 
   /**
-   * Reads a completions response.
+   * Reads a completions response of {@code n} choices; the result is in choice order ({@code index}).
    *
    * @throws MalformedResponseException saying what is missing or wrong
    */
-  static Completion parse(byte[] body) {
+  static List<Completion> parse(byte[] body, int n) {
     JsonNode root;
     try {
       root = JSON.readTree(body);
@@ -71,11 +73,23 @@ final class CompletionsProtocol {
       throw new MalformedResponseException("not a JSON object: " + snippet(body));
     }
     JsonNode choices = root.path("choices");
-    if (!choices.isArray() || choices.size() != 1) {
-      throw new MalformedResponseException("expected exactly one choice (n = 1), got "
+    if (!choices.isArray() || choices.size() != n) {
+      throw new MalformedResponseException("expected " + n + " choices (n = " + n + "), got "
           + (choices.isArray() ? choices.size() : "no 'choices' array"));
     }
-    JsonNode choice = choices.get(0);
+    Completion[] out = new Completion[n];
+    for (JsonNode choice : choices) {
+      int index = n == 1 && !choice.has("index") ? 0 : choice.path("index").asInt(-1);
+      if (index < 0 || index >= n || out[index] != null) {
+        throw new MalformedResponseException("choice index " + choice.path("index") + " is missing, out of range"
+            + " or repeated (n = " + n + ")");
+      }
+      out[index] = choice(root, choice);
+    }
+    return List.of(out);
+  }
+
+  private static Completion choice(JsonNode root, JsonNode choice) {
     JsonNode lp = choice.path("logprobs");
     JsonNode tokens = lp.path("tokens");
     JsonNode tokenLogprobs = lp.path("token_logprobs");
@@ -104,10 +118,7 @@ final class CompletionsProtocol {
       case "abort" -> FinishReason.ABORT;
       default -> throw new MalformedResponseException("unknown finish_reason '" + reason + "'");
     };
-    JsonNode usage = root.path("usage");
-    int prompt = usage.path("prompt_tokens").asInt(0);
-    int completion = usage.path("completion_tokens").asInt(ids.length);
-    return new Completion(root.path("model").asText(""), ids, logprobs, finish, prompt, completion);
+    return new Completion(root.path("model").asText(""), ids, logprobs, finish);
   }
 
   private static int tokenId(JsonNode token, int index) {

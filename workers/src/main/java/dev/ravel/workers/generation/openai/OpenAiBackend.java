@@ -17,10 +17,13 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -52,6 +55,7 @@ public final class OpenAiBackend implements GenerationBackend {
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
   private volatile Served served;
 
+  private final ExecutorService httpExecutor;
   private final MetricsScraper scraper;
   private final ServerMetricsRecorder recorder;
   /** Each server's last scrape, by base URL: the next delta is taken from it. */
@@ -67,9 +71,10 @@ public final class OpenAiBackend implements GenerationBackend {
   private record Served(String model, long version) {}
 
   private OpenAiBackend(ServerBackendSpec spec, String modelName, int kvTokenBudget, List<ServerClient> clients,
-      LaunchedServer launched, Path weightsDir, long initialVersion, MetricsScraper scraper,
-      ServerMetricsRecorder recorder) {
+      LaunchedServer launched, Path weightsDir, long initialVersion, ExecutorService httpExecutor,
+      MetricsScraper scraper, ServerMetricsRecorder recorder) {
     this.spec = spec;
+    this.httpExecutor = httpExecutor;
     this.scraper = scraper;
     this.recorder = recorder;
     this.serverKvBudget = launched != null && spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL) ? kvTokenBudget : 0;
@@ -91,9 +96,16 @@ public final class OpenAiBackend implements GenerationBackend {
    */
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir) {
+    // the client's own tasks and the threads that send requests and wait for their responses
+    ExecutorService httpExecutor = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "ravel-http-client");
+      t.setDaemon(true);
+      return t;
+    });
     HttpClient http = HttpClient.newBuilder()
         .version(HttpClient.Version.HTTP_1_1)
         .connectTimeout(spec.connectTimeout())
+        .executor(httpExecutor)
         .build();
     Path weightsDir;
     try {
@@ -106,8 +118,8 @@ public final class OpenAiBackend implements GenerationBackend {
     LaunchedServer launched = null;
     List<String> urls = spec.servers();
     if (spec.launches()) {
-      java.util.function.Consumer<String> health = url -> new ServerClient(url, http, 1, spec.connectTimeout(),
-          tracer, clock).checkHealth(spec.connectTimeout());
+      java.util.function.Consumer<String> health = url -> new ServerClient(url, http, Runnable::run, 1,
+          spec.connectTimeout(), tracer, clock).checkHealth(spec.connectTimeout());
       if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
         Path w = WeightsFile.write(weightsDir.resolve("weights-v" + initial.version() + ".bin"), initial);
         launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
@@ -119,14 +131,15 @@ public final class OpenAiBackend implements GenerationBackend {
     }
     List<ServerClient> clients = new ArrayList<>();
     for (String url : urls) {
-      ServerClient c = new ServerClient(url, http, spec.maxInFlight(), spec.requestTimeout(), tracer, clock);
+      ServerClient c = new ServerClient(url, http, httpExecutor, spec.maxInFlight(), spec.requestTimeout(), tracer,
+          clock);
       if (launched == null) {
         c.checkHealth(spec.connectTimeout());
       }
       clients.add(c);
     }
     OpenAiBackend backend = new OpenAiBackend(spec, modelName, kvTokenBudget, clients, launched, weightsDir,
-        initial.version(), new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
+        initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
         new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
     return backend;
@@ -163,7 +176,8 @@ public final class OpenAiBackend implements GenerationBackend {
         .connectTimeout(spec.connectTimeout()).build();
     for (String url : spec.servers()) {
       try {
-        new ServerClient(url, http, 1, spec.connectTimeout(), OpenTelemetry.noop().getTracer("check"), epochClock())
+        new ServerClient(url, http, Runnable::run, 1, spec.connectTimeout(),
+            OpenTelemetry.noop().getTracer("check"), epochClock())
             .checkHealth(spec.connectTimeout());
       } catch (IllegalStateException e) {
         throw new IllegalArgumentException("generation.servers: " + e.getMessage(), e);
@@ -188,28 +202,68 @@ public final class OpenAiBackend implements GenerationBackend {
     return launched == null ? -1 : launched.pid();
   }
 
+  /**
+   * Sends each GRPO group ({@link #groups}) as one request with {@code n} choices, the others one by one;
+   * results in request order.
+   */
   @Override
   public List<GenerationResult> generate(List<GenerationRequest> requests) {
     Served s = served;
-    List<CompletableFuture<GenerationResult>> futures = new ArrayList<>(requests.size());
-    for (GenerationRequest r : requests) {
-      futures.add(send(r, s));
+    List<CompletableFuture<List<GenerationResult>>> futures = new ArrayList<>();
+    for (List<GenerationRequest> group : groups(requests)) {
+      futures.add(send(group, s));
     }
-    List<GenerationResult> results = new ArrayList<>(futures.size());
-    for (CompletableFuture<GenerationResult> f : futures) {
-      results.add(count(f.join()));
+    List<GenerationResult> results = new ArrayList<>(requests.size());
+    for (CompletableFuture<List<GenerationResult>> f : futures) {
+      f.join().forEach(r -> results.add(count(r)));
     }
     return results;
   }
 
   @Override
   public GenerationResult generate(GenerationRequest request) {
-    return count(send(request, served).join());
+    return count(send(List.of(request), served).join().get(0));
   }
 
-  private CompletableFuture<GenerationResult> send(GenerationRequest r, Served s) {
+  private CompletableFuture<List<GenerationResult>> send(List<GenerationRequest> group, Served s) {
     ServerClient c = clients.get(Math.floorMod(next.getAndIncrement(), clients.size()));
-    return c.complete(r, s.model(), s.version());
+    return c.complete(group, s.model(), s.version());
+  }
+
+  /**
+   * {@code requests} cut into runs that one request with {@code n} choices reproduces exactly, as a server
+   * seeds choice i with the request's seed + i: consecutive requests {@code <id>-0, <id>-1, ...} with the
+   * same prompt, sampling (but the seed, which counts up by one) and trace context. Any other request is a
+   * run of its own.
+   */
+  static List<List<GenerationRequest>> groups(List<GenerationRequest> requests) {
+    List<List<GenerationRequest>> out = new ArrayList<>();
+    int i = 0;
+    while (i < requests.size()) {
+      GenerationRequest first = requests.get(i);
+      int j = i + 1;
+      if (first.requestId().endsWith("-0")) {
+        String id = groupId(first);
+        while (j < requests.size() && sameGroup(first, id, requests.get(j), j - i)) {
+          j++;
+        }
+      }
+      out.add(List.copyOf(requests.subList(i, j)));
+      i = j;
+    }
+    return out;
+  }
+
+  private static boolean sameGroup(GenerationRequest first, String id, GenerationRequest r, int k) {
+    return r.requestId().equals(id + "-" + k) && r.params().seed() == first.params().seed() + k
+        && r.params().equals(first.params().withSeed(r.params().seed()))
+        && r.carrier().equals(first.carrier()) && Arrays.equals(r.promptTokens(), first.promptTokens());
+  }
+
+  /** The id of the group whose first sample is {@code first} ({@code <id>-0}). */
+  static String groupId(GenerationRequest first) {
+    String id = first.requestId();
+    return id.substring(0, id.length() - 2);
   }
 
   private GenerationResult count(GenerationResult r) {
@@ -301,6 +355,7 @@ public final class OpenAiBackend implements GenerationBackend {
   @Override
   public void close() {
     recorder.close();
+    httpExecutor.shutdown();
     if (launched != null) {
       launched.close();
     }

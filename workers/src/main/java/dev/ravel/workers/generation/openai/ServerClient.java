@@ -32,7 +32,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -51,15 +52,20 @@ final class ServerClient {
 
   private final URI base;
   private final HttpClient http;
+  private final Executor senders;
   private final Semaphore inFlight;
   private final Duration requestTimeout;
   private final Tracer tracer;
   private final LongSupplier clock;
 
-  ServerClient(String baseUrl, HttpClient http, int maxInFlight, Duration requestTimeout, Tracer tracer,
-      LongSupplier epochNanos) {
+  /**
+   * @param senders where requests are sent and awaited, one thread each (at most {@code maxInFlight} at once)
+   */
+  ServerClient(String baseUrl, HttpClient http, Executor senders, int maxInFlight, Duration requestTimeout,
+      Tracer tracer, LongSupplier epochNanos) {
     this.base = URI.create(baseUrl);
     this.http = http;
+    this.senders = senders;
     this.inFlight = new Semaphore(maxInFlight);
     this.requestTimeout = requestTimeout;
     this.tracer = tracer;
@@ -71,53 +77,79 @@ final class ServerClient {
   }
 
   /**
-   * Sends {@code request} to {@code model} (waiting for a free in-flight slot first) and completes with its
-   * result, an {@link FinishReason#ERROR} one when the request failed.
+   * Sends {@code group} as one request to {@code model} (waiting for a free in-flight slot first) and
+   * completes with one result per request, in order; {@link FinishReason#ERROR} ones when it failed. The
+   * group is either one request, sent under its own id, or the samples {@code <id>-0 .. <id>-(n-1)} of one
+   * prompt seeded {@code seed .. seed + n - 1} (see {@link OpenAiBackend#groups}), sent as {@code n} choices
+   * under {@code <id>}.
    *
-   * @param version the weight version {@code model} names, recorded on the result
+   * @param version the weight version {@code model} names, recorded on the results
    */
-  CompletableFuture<GenerationResult> complete(GenerationRequest request, String model, long version) {
+  CompletableFuture<List<GenerationResult>> complete(List<GenerationRequest> group, String model, long version) {
     URI url = base.resolve("/v1/completions");
-    Context parent = request.carrier().extract();
+    GenerationRequest first = group.get(0);
+    String requestId = group.size() == 1 ? first.requestId() : OpenAiBackend.groupId(first);
+    Context parent = first.carrier().extract();
     HttpRequest.Builder b = HttpRequest.newBuilder(url)
         .timeout(requestTimeout)
         .header("Content-Type", "application/json")
-        .header("X-Request-Id", request.requestId())
-        .POST(HttpRequest.BodyPublishers.ofByteArray(CompletionsProtocol.requestBody(request, model)));
+        .header("X-Request-Id", requestId)
+        .POST(HttpRequest.BodyPublishers.ofByteArray(CompletionsProtocol.requestBody(first, group.size(), model)));
     W3CTraceContextPropagator.getInstance().inject(parent, b, HEADERS);
     HttpRequest httpRequest = b.build();
+    Exchange x = new Exchange(group, requestId, parent, url, version);
     try {
       inFlight.acquire();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return CompletableFuture.completedFuture(failed(request, parent, url, clock.getAsLong(), 0,
-          "interrupted", "interrupted before sending"));
+      return CompletableFuture.completedFuture(failed(x, clock.getAsLong(), 0, "interrupted",
+          "interrupted before sending"));
     }
-    long start = clock.getAsLong();
-    CompletableFuture<HttpResponse<byte[]>> sent;
     try {
-      sent = http.sendAsync(httpRequest, HttpResponse.BodyHandlers.ofByteArray());
-    } catch (RuntimeException e) {
+      // a blocking send on a thread of our own: the client's sendAsync runs its completions on the JDK's
+      // default async pool, which on a 2-core machine starts a thread per task
+      return CompletableFuture.supplyAsync(() -> {
+        try {
+          return exchange(x, httpRequest);
+        } finally {
+          inFlight.release();
+        }
+      }, senders);
+    } catch (RejectedExecutionException e) {
       inFlight.release();
-      return CompletableFuture.completedFuture(failed(request, parent, url, start, 0, e.getClass().getName(),
-          String.valueOf(e.getMessage())));
+      return CompletableFuture.completedFuture(failed(x, clock.getAsLong(), 0, "closed", "the client is closed"));
     }
-    return sent.handle((response, error) -> {
-      inFlight.release();
-      if (error != null) {
-        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-        return failed(request, parent, url, start, 0, cause.getClass().getName(), describe(cause));
-      }
-      if (response.statusCode() != 200) {
-        return failed(request, parent, url, start, response.statusCode(), String.valueOf(response.statusCode()),
-            "HTTP " + response.statusCode() + ": " + CompletionsProtocol.errorMessage(response.body()));
-      }
-      try {
-        return result(request, CompletionsProtocol.parse(response.body()), version, start);
-      } catch (RuntimeException e) {
-        return failed(request, parent, url, start, 200, "malformed_response", "malformed response: " + e.getMessage());
-      }
-    });
+  }
+
+  /** One HTTP request: the generation requests it carries, its id, its parent context, URL and version. */
+  private record Exchange(List<GenerationRequest> group, String requestId, Context parent, URI url, long version) {}
+
+  private List<GenerationResult> exchange(Exchange x, HttpRequest httpRequest) {
+    long start = clock.getAsLong();
+    HttpResponse<byte[]> response;
+    try {
+      response = http.send(httpRequest, HttpResponse.BodyHandlers.ofByteArray());
+    } catch (IOException e) {
+      return failed(x, start, 0, e.getClass().getName(), describe(e));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return failed(x, start, 0, "interrupted", "interrupted while waiting for the response");
+    }
+    if (response.statusCode() != 200) {
+      return failed(x, start, response.statusCode(), String.valueOf(response.statusCode()),
+          "HTTP " + response.statusCode() + ": " + CompletionsProtocol.errorMessage(response.body()));
+    }
+    List<CompletionsProtocol.Completion> completions;
+    try {
+      completions = CompletionsProtocol.parse(response.body(), x.group().size());
+    } catch (RuntimeException e) {
+      return failed(x, start, 200, "malformed_response", "malformed response: " + e.getMessage());
+    }
+    List<GenerationResult> out = new ArrayList<>(completions.size());
+    for (int i = 0; i < completions.size(); i++) {
+      out.add(result(x.group().get(i), completions.get(i), x.version(), start));
+    }
+    return out;
   }
 
   private static String describe(Throwable t) {
@@ -140,7 +172,7 @@ final class ServerClient {
     RequestStats stats = RequestStats.builder()
         .arrivalEpochNanos(start)
         .finishEpochNanos(finish)
-        .promptTokens(c.promptTokens() > 0 ? c.promptTokens() : prompt.length)
+        .promptTokens(prompt.length)
         .completionTokens(c.tokens().length)
         .build();
     return GenerationResult.builder()
@@ -154,24 +186,24 @@ final class ServerClient {
         .build();
   }
 
-  /** Records the failed request's ERROR span and returns its ERROR result. */
-  private GenerationResult failed(GenerationRequest request, Context parent, URI url, long start, int status,
-      String errorType, String message) {
+  /** Records the failed request's ERROR span and returns an ERROR result for each request it carried. */
+  private List<GenerationResult> failed(Exchange x, long start, int status, String errorType, String message) {
     long finish = Math.max(start, clock.getAsLong());
-    String text = "POST " + url + " (request " + request.requestId() + "): " + message;
+    String text = "POST " + x.url() + " (request " + x.requestId() + "): " + message;
     try {
       AttributesBuilder a = Attributes.builder()
-          .put(RavelAttributes.URL_FULL, url.toString())
+          .put(RavelAttributes.URL_FULL, x.url().toString())
           .put(RavelAttributes.HTTP_REQUEST_METHOD, "POST")
-          .put(EngineNames.SERVER_ADDRESS, url.getHost())
-          .put(EngineNames.SERVER_PORT, (long) url.getPort())
+          .put(EngineNames.SERVER_ADDRESS, x.url().getHost())
+          .put(EngineNames.SERVER_PORT, (long) x.url().getPort())
           .put(RavelAttributes.ERROR_TYPE, errorType)
-          .put(EngineNames.REQUEST_ID, request.requestId());
+          .put(EngineNames.REQUEST_ID, x.requestId())
+          .put(EngineNames.REQUEST_N, (long) x.group().size());
       if (status > 0) {
         a.put(RavelAttributes.HTTP_RESPONSE_STATUS_CODE, (long) status);
       }
       Span span = tracer.spanBuilder(SpanNames.HTTP_REQUEST)
-          .setParent(parent)
+          .setParent(x.parent())
           .setSpanKind(SpanKind.CLIENT)
           .setStartTimestamp(start, TimeUnit.NANOSECONDS)
           .setAllAttributes(a.build())
@@ -179,16 +211,20 @@ final class ServerClient {
       span.setStatus(StatusCode.ERROR, text);
       span.end(finish, TimeUnit.NANOSECONDS);
     } catch (RuntimeException e) {
-      // telemetry never breaks generation; the result still carries the reason
+      // telemetry never breaks generation; the results still carry the reason
     }
-    return GenerationResult.builder()
-        .requestId(request.requestId())
-        .promptTokens(request.promptTokens())
-        .finishReason(FinishReason.ERROR)
-        .error(text)
-        .stats(RequestStats.builder().arrivalEpochNanos(start).finishEpochNanos(finish)
-            .promptTokens(request.promptTokens().length).build())
-        .build();
+    List<GenerationResult> out = new ArrayList<>(x.group().size());
+    for (GenerationRequest r : x.group()) {
+      out.add(GenerationResult.builder()
+          .requestId(r.requestId())
+          .promptTokens(r.promptTokens())
+          .finishReason(FinishReason.ERROR)
+          .error(text)
+          .stats(RequestStats.builder().arrivalEpochNanos(start).finishEpochNanos(finish)
+              .promptTokens(r.promptTokens().length).build())
+          .build());
+    }
+    return out;
   }
 
   /**

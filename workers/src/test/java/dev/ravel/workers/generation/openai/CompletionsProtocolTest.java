@@ -9,6 +9,7 @@ import dev.ravel.workers.engine.FinishReason;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.SamplingParams;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class CompletionsProtocolTest {
@@ -20,14 +21,14 @@ class CompletionsProtocolTest {
 
   @Test
   void requestBody_carriesTokenIdsSamplingAndTokenIdLogprobs() throws Exception {
-    GenerationRequest r = GenerationRequest.of("s3-p1-g2", new int[] {4, 10, 5},
+    GenerationRequest r = GenerationRequest.of("s3-p1-2", new int[] {4, 10, 5},
         SamplingParams.builder().maxTokens(6).temperature(0.7).topP(0.9).seed(42).build(), null);
 
-    JsonNode body = JSON.readTree(CompletionsProtocol.requestBody(r, "ravel-tiny-v3"));
+    JsonNode body = JSON.readTree(CompletionsProtocol.requestBody(r, 4, "ravel-tiny-v3"));
 
     assertThat(body.get("model").asText()).isEqualTo("ravel-tiny-v3");
     assertThat(body.get("prompt").toString()).isEqualTo("[4,10,5]");
-    assertThat(body.get("n").asInt()).isEqualTo(1);
+    assertThat(body.get("n").asInt()).isEqualTo(4);
     assertThat(body.get("max_tokens").asInt()).isEqualTo(6);
     assertThat(body.get("temperature").asDouble()).isEqualTo(0.7);
     assertThat(body.get("top_p").asDouble()).isEqualTo(0.9);
@@ -46,12 +47,11 @@ class CompletionsProtocolTest {
            "top_logprobs":null},"finish_reason":"stop","stop_reason":null}],
          "usage":{"prompt_tokens":3,"total_tokens":6,"completion_tokens":3}}""";
 
-    CompletionsProtocol.Completion c = CompletionsProtocol.parse(bytes(body));
+    CompletionsProtocol.Completion c = CompletionsProtocol.parse(bytes(body), 1).get(0);
 
     assertThat(c.tokens()).containsExactly(1, 2, 13);
     assertThat(c.logprobs()).containsExactly(-0.25f, -1.5f, -0.125f);
     assertThat(c.finishReason()).isEqualTo(FinishReason.STOP);
-    assertThat(c.promptTokens()).isEqualTo(3);
     assertThat(c.model()).isEqualTo("ravel-tiny-v3");
   }
 
@@ -60,7 +60,7 @@ class CompletionsProtocolTest {
     String body = "{\"choices\":[{\"logprobs\":{\"tokens\":[\"token_id:7\"],\"token_logprobs\":[-1.0]},"
         + "\"finish_reason\":\"length\"}]}";
 
-    assertThat(CompletionsProtocol.parse(bytes(body)).finishReason()).isEqualTo(FinishReason.LENGTH);
+    assertThat(CompletionsProtocol.parse(bytes(body), 1).get(0).finishReason()).isEqualTo(FinishReason.LENGTH);
   }
 
   @Test
@@ -68,7 +68,7 @@ class CompletionsProtocolTest {
     String body = "{\"choices\":[{\"logprobs\":{\"tokens\":[\"1\"],\"token_logprobs\":[-1.0]},"
         + "\"finish_reason\":\"stop\"}]}";
 
-    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body)))
+    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body), 1))
         .hasMessageContaining("logprobs.tokens[0] is '1'").hasMessageContaining("return_tokens_as_token_ids");
   }
 
@@ -76,12 +76,12 @@ class CompletionsProtocolTest {
   void parse_noLogprobs_saysSo() {
     String body = "{\"choices\":[{\"text\":\"1\",\"logprobs\":null,\"finish_reason\":\"stop\"}]}";
 
-    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body))).hasMessageContaining("logprobs.tokens");
+    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body), 1)).hasMessageContaining("logprobs.tokens");
   }
 
   @Test
   void parse_notJson_quotesTheBody() {
-    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes("<html>oops</html>")))
+    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes("<html>oops</html>"), 1))
         .hasMessageContaining("not JSON").hasMessageContaining("<html>oops</html>");
   }
 
@@ -90,8 +90,38 @@ class CompletionsProtocolTest {
     String body = "{\"choices\":[{\"logprobs\":{\"tokens\":[\"token_id:1\",\"token_id:2\"],"
         + "\"token_logprobs\":[-1.0]},\"finish_reason\":\"stop\"}]}";
 
-    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body))).hasMessageContaining("2 entries")
+    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body), 1)).hasMessageContaining("2 entries")
         .hasMessageContaining("token_logprobs 1");
+  }
+
+  @Test
+  void parse_severalChoices_inIndexOrderWhateverTheirOrderInTheBody() {
+    String body = "{\"choices\":["
+        + "{\"index\":1,\"logprobs\":{\"tokens\":[\"token_id:2\"],\"token_logprobs\":[-2.0]},\"finish_reason\":\"length\"},"
+        + "{\"index\":0,\"logprobs\":{\"tokens\":[\"token_id:1\"],\"token_logprobs\":[-1.0]},\"finish_reason\":\"stop\"}]}";
+
+    List<CompletionsProtocol.Completion> c = CompletionsProtocol.parse(bytes(body), 2);
+
+    assertThat(c).extracting(x -> x.tokens()[0]).containsExactly(1, 2);
+    assertThat(c).extracting(CompletionsProtocol.Completion::finishReason)
+        .containsExactly(FinishReason.STOP, FinishReason.LENGTH);
+  }
+
+  @Test
+  void parse_fewerChoicesThanAskedFor_saysSo() {
+    String body = "{\"choices\":[{\"index\":0,\"logprobs\":{\"tokens\":[\"token_id:1\"],"
+        + "\"token_logprobs\":[-1.0]},\"finish_reason\":\"stop\"}]}";
+
+    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes(body), 3)).hasMessageContaining("expected 3 choices");
+  }
+
+  @Test
+  void parse_repeatedChoiceIndex_saysSo() {
+    String choice = "{\"index\":0,\"logprobs\":{\"tokens\":[\"token_id:1\"],\"token_logprobs\":[-1.0]},"
+        + "\"finish_reason\":\"stop\"}";
+
+    assertThatThrownBy(() -> CompletionsProtocol.parse(bytes("{\"choices\":[" + choice + "," + choice + "]}"), 2))
+        .hasMessageContaining("repeated");
   }
 
   @Test

@@ -123,13 +123,22 @@ class OpenAiBackendTest {
     }
   }
 
-  /** Completion = the prompt's first token then EOS (13), log-probs -0.5 and -0.25. */
+  /**
+   * Choice i = (the prompt's first token + i + seed % 3) then EOS (13), log-probs -0.5 and -0.25: what a
+   * request of n samples seeded seed + i would give one by one.
+   */
   private static Object[] echoFirstPromptToken(JsonNode request) throws InterruptedException {
     Thread.sleep(20);
     int first = request.get("prompt").get(0).asInt();
-    return new Object[] {200, "{\"model\":\"" + request.get("model").asText() + "\",\"choices\":[{\"index\":0,"
-        + "\"logprobs\":{\"tokens\":[\"token_id:" + first + "\",\"token_id:13\"],\"token_logprobs\":[-0.5,-0.25]},"
-        + "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}"};
+    int n = request.path("n").asInt(1);
+    long seed = request.get("seed").asLong();
+    StringBuilder choices = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      choices.append(i == 0 ? "" : ",").append("{\"index\":").append(i).append(",\"logprobs\":{\"tokens\":[\"token_id:")
+          .append(first + Math.floorMod(seed + i, 3)).append("\",\"token_id:13\"],\"token_logprobs\":[-0.5,-0.25]},"
+              + "\"finish_reason\":\"stop\"}");
+    }
+    return new Object[] {200, "{\"model\":\"" + request.get("model").asText() + "\",\"choices\":[" + choices + "]}"};
   }
 
   private static void reply(HttpExchange ex, int status, String body) throws IOException {
@@ -150,9 +159,16 @@ class OpenAiBackendTest {
     return ServerBackendSpec.builder().servers(List.of(url));
   }
 
+  /** A request whose stand-in completion is {@code firstToken} then EOS (its seed is a multiple of 3). */
   private static GenerationRequest request(String id, int firstToken, TraceCarrier carrier) {
     return GenerationRequest.of(id, new int[] {firstToken, 10},
-        SamplingParams.builder().maxTokens(4).seed(firstToken).build(), carrier);
+        SamplingParams.builder().maxTokens(4).seed(3L * firstToken).build(), carrier);
+  }
+
+  /** Sample {@code g} of a GRPO group {@code id}: {@code <id>-<g>}, seed 30 + g, the same prompt. */
+  private static GenerationRequest sample(String id, int g) {
+    return GenerationRequest.of(id + "-" + g, new int[] {5, 10},
+        SamplingParams.builder().maxTokens(4).seed(30 + g).build(), null);
   }
 
   @Test
@@ -173,6 +189,38 @@ class OpenAiBackendTest {
         requests.stream().map(GenerationRequest::requestId).toArray(String[]::new));
     assertThat(backend.stats().requestsFinished(FinishReason.STOP)).isEqualTo(12);
     assertThat(backend.stats().generationTokens()).isEqualTo(24);
+  }
+
+  @Test
+  void generate_aGroupGoesAsOneRequestWithNChoicesAndComesBackAsItsSamples() {
+    List<GenerationRequest> requests = List.of(sample("s1-p0", 0), sample("s1-p0", 1), sample("s1-p0", 2),
+        sample("s1-p1", 0), sample("s1-p1", 1), request("lone", 4, null));
+
+    List<GenerationResult> results = backend(given()).generate(requests);
+
+    assertThat(seen).extracting(m -> m.get("x-request-id")).containsExactlyInAnyOrder("s1-p0", "s1-p1", "lone");
+    assertThat(results).extracting(GenerationResult::requestId)
+        .containsExactly("s1-p0-0", "s1-p0-1", "s1-p0-2", "s1-p1-0", "s1-p1-1", "lone");
+    // sample g (seed 30 + g) gets 5 + (30 + g) % 3 as it would alone
+    assertThat(results.subList(0, 5)).extracting(r -> r.completionTokens()[0]).containsExactly(5, 6, 7, 5, 6);
+    assertThat(results.get(5).completionTokens()).containsExactly(4, 13);
+  }
+
+  @Test
+  void groups_cutsOnlyRunsThatNChoicesReproduce() {
+    GenerationRequest otherSeed = GenerationRequest.of("g-1", new int[] {5, 10},
+        SamplingParams.builder().maxTokens(4).seed(99).build(), null);
+    GenerationRequest otherPrompt = GenerationRequest.of("h-1", new int[] {6, 10},
+        SamplingParams.builder().maxTokens(4).seed(31).build(), null);
+
+    assertThat(OpenAiBackend.groups(List.of(sample("g", 0), sample("g", 1), sample("g", 2))))
+        .extracting(List::size).containsExactly(3);
+    assertThat(OpenAiBackend.groups(List.of(sample("g", 0), otherSeed))).extracting(List::size).containsExactly(1, 1);
+    assertThat(OpenAiBackend.groups(List.of(sample("h", 0), otherPrompt))).extracting(List::size).containsExactly(1, 1);
+    assertThat(OpenAiBackend.groups(List.of(sample("g", 1), sample("g", 2)))).extracting(List::size)
+        .containsExactly(1, 1);
+    assertThat(OpenAiBackend.groups(List.of(sample("g", 0), sample("h", 1)))).extracting(List::size)
+        .containsExactly(1, 1);
   }
 
   @Test
