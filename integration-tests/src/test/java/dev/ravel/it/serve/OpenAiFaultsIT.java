@@ -124,7 +124,9 @@ final class OpenAiFaultsIT {
     }
     String down = "http://127.0.0.1:" + port;
 
-    RavelCommand.Result r = RavelCommand.run(TestEnv.clean(), 120, "run", "examples/grpo-sync.yaml",
+    Path example = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize()
+        .resolve("examples/grpo-sync.yaml");
+    RavelCommand.Result r = RavelCommand.run(TestEnv.clean(), 120, "run", example.toString(),
         "generation.backend=openai", "generation.servers=" + down, "grpo.steps=1", "telemetry.runs_dir=" + runs);
 
     assertThat(r.exitCode()).isEqualTo(2);

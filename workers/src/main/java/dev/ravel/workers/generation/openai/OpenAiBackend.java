@@ -54,6 +54,7 @@ public final class OpenAiBackend implements GenerationBackend {
   private final AtomicInteger next = new AtomicInteger();
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
   private volatile Served served;
+  private boolean closed;
 
   private final ExecutorService httpExecutor;
   private final MetricsScraper scraper;
@@ -293,7 +294,14 @@ public final class OpenAiBackend implements GenerationBackend {
     List<CompletableFuture<Void>> loads = new ArrayList<>();
     for (ServerClient c : clients) {
       loads.add(CompletableFuture.runAsync(() -> {
-        c.loadAdapter(name, file.toString());
+        try {
+          c.loadAdapter(name, file.toString());
+        } catch (IllegalStateException refused) {
+          // a server shared with another worker of this run: it may have loaded this version already
+          if (!c.models().contains(name)) {
+            throw refused;
+          }
+        }
         if (!c.models().contains(name)) {
           throw new IllegalStateException(c.baseUrl() + " accepted adapter " + name
               + " but does not list it in /v1/models");
@@ -352,8 +360,17 @@ public final class OpenAiBackend implements GenerationBackend {
     return b.build();
   }
 
+  /**
+   * Records the servers' last period (a final scrape), then stops what this backend started: a launched
+   * server by its PID, the HTTP threads, the weight files. Idempotent.
+   */
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    scrapeAll(true);
     recorder.close();
     httpExecutor.shutdown();
     if (launched != null) {

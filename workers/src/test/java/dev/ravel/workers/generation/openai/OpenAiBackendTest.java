@@ -78,9 +78,13 @@ class OpenAiBackendTest {
     server.createContext("/v1/completions", this::completion);
     server.createContext("/v1/load_lora_adapter", ex -> {
       JsonNode b = JSON.readTree(ex.getRequestBody());
-      adminCalls.add("load " + b.get("lora_name").asText());
-      adapters.put(b.get("lora_name").asText(), b.get("lora_path").asText());
-      reply(ex, 200, "Success: LoRA adapter '" + b.get("lora_name").asText() + "' added successfully.");
+      String name = b.get("lora_name").asText();
+      adminCalls.add("load " + name);
+      if (adapters.putIfAbsent(name, b.get("lora_path").asText()) != null) {
+        reply(ex, 400, "{\"error\":{\"message\":\"The lora adapter '" + name + "' has already been loaded.\"}}");
+        return;
+      }
+      reply(ex, 200, "Success: LoRA adapter '" + name + "' added successfully.");
     });
     server.createContext("/v1/unload_lora_adapter", ex -> {
       JsonNode b = JSON.readTree(ex.getRequestBody());
@@ -328,6 +332,35 @@ class OpenAiBackendTest {
     assertThat(seen.get(seen.size() - 1).get("model")).isEqualTo("ravel-tiny-v4");
     assertThat(r.weightVersion()).isEqualTo(4);
     assertThat(WeightsFile.read(Path.of(adapters.get("ravel-tiny-v4"))).version()).isEqualTo(4);
+  }
+
+  @Test
+  void updateWeights_aServerSharedWithAnotherWorkerThatLoadedTheVersion_isFine() {
+    OpenAiBackend other = OpenAiBackend.start(given().build(), "ravel-tiny", WEIGHTS, 4096, 64, otel, dir);
+    try {
+      other.updateWeights(WEIGHTS.withVersion(2));
+      backend(given());
+
+      backend.updateWeights(WEIGHTS.withVersion(2));
+      GenerationResult r = backend.generate(request("r1", 3, null));
+
+      assertThat(adminCalls).containsExactly("load ravel-tiny-v2", "load ravel-tiny-v2");
+      assertThat(r.weightVersion()).isEqualTo(2);
+    } finally {
+      other.close();
+    }
+  }
+
+  @Test
+  void close_isIdempotentAndLaterRequestsEndWithAReason() {
+    backend(given());
+
+    backend.close();
+    backend.close();
+
+    GenerationResult r = backend.generate(request("r1", 3, null));
+    assertThat(r.finishReason()).isEqualTo(FinishReason.ERROR);
+    assertThat(r.error()).contains("the client is closed");
   }
 
   @Test
