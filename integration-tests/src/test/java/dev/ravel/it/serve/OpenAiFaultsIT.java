@@ -163,4 +163,48 @@ final class OpenAiFaultsIT {
       victim.destroyForcibly();
     }
   }
+
+  @Test
+  void launchedServer_itsWorkerKilled_exitsToo() throws Exception {
+    RunConfig c = RunConfig.load(null, List.of("telemetry.run_id=it-faults-orphan", "telemetry.runs_dir=" + runs,
+        "grpo.steps=30", "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=1",
+        "generation.backend=openai", "generation.launch=ravel"), TestEnv.clean());
+    Path runDir = session.config().runDir(); // the session's workers write to the session's run folder
+    List<Long> servers = new ArrayList<>();
+    List<Long> workers = new ArrayList<>();
+    StepListener killTheWorker = (metrics, total) -> {
+      if (metrics.step() != 1) {
+        return;
+      }
+      try (var files = Files.list(runDir)) {
+        for (Path f : files.toList()) {
+          String n = f.getFileName().toString();
+          if (n.startsWith("inference-server-") && n.endsWith(".log")) {
+            long pid = Long.parseLong(n.substring("inference-server-".length(), n.length() - 4));
+            if (ProcessHandle.of(pid).isEmpty()) {
+              continue;
+            }
+            ProcessHandle worker = ProcessHandle.of(pid).flatMap(ProcessHandle::parent).orElseThrow();
+            servers.add(pid);
+            workers.add(worker.pid());
+            worker.destroyForcibly(); // SIGKILL: the worker gets no chance to stop its server
+          }
+        }
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+
+    assertThatThrownBy(() -> new GrpoRun(session, c, killTheWorker).run()).isNotNull();
+
+    assertThat(servers).hasSize(1);
+    for (long pid : servers) {
+      for (int i = 0; i < 150 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false); i++) {
+        Thread.sleep(100);
+      }
+      assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).as("server " + pid).isFalse();
+    }
+    assertThat(workers).allSatisfy(w -> assertThat(ProcessHandle.of(w).map(ProcessHandle::isAlive).orElse(false))
+        .isFalse());
+  }
 }
