@@ -10,27 +10,12 @@ VENV="${RAVEL_OPENAI_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ravel/openai-client-p
 # what is installed, compared with the marker of a finished install
 WANT="$(printf 'openai==%s\npytest==%s\n' "$OPENAI_VERSION" "$PYTEST_VERSION")"
 
-if [ -x "$VENV/bin/python" ] && [ -f "$VENV/.ravel-ok" ] && [ "$(cat "$VENV/.ravel-ok")" = "$WANT" ]; then
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$HERE/venv-lib.sh"
+
+if ravel_venv_ready "$VENV" "$WANT" python; then
   echo "$VENV"
   exit 0
 fi
-
-PY=""
-for c in python3.11 python3; do
-  if command -v "$c" >/dev/null 2>&1; then
-    v=$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    if [ "$v" = "3.11" ]; then PY="$c"; break; fi
-  fi
-done
-[ -n "$PY" ] || { echo "setup-openai-client: needs Python 3.11; none found" >&2; exit 1; }
-
-echo "setup-openai-client: installing openai==$OPENAI_VERSION and pytest==$PYTEST_VERSION into $VENV (one time)" >&2
-mkdir -p "$(dirname "$VENV")"
-rm -f "$VENV/.ravel-ok"
-"$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip >&2
-printf '%s\n' "$WANT" > "$VENV/.ravel-requirements.txt"
-"$VENV/bin/python" -m pip install -q -r "$VENV/.ravel-requirements.txt" >&2
-"$VENV/bin/python" -c 'import openai, pytest; print("openai", openai.__version__, "pytest", pytest.__version__)' >&2
-printf '%s' "$WANT" > "$VENV/.ravel-ok"
-echo "$VENV"
+ravel_install_venv setup-openai-client "$VENV" "$WANT" "3.11" \
+  'python -c "import openai, pytest; print(\"openai\", openai.__version__, \"pytest\", pytest.__version__)"'

@@ -15,7 +15,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # what is installed: Ray itself plus the project's extra pins, compared with the marker of a finished install
 WANT="$(printf 'ray[default]==%s\n' "$RAY_VERSION"; cat "$HERE/ray-requirements.txt")"
 
-if [ -x "$VENV/bin/ray" ] && [ -f "$VENV/.ravel-ok" ] && [ "$(cat "$VENV/.ravel-ok")" = "$WANT" ]; then
+. "$HERE/venv-lib.sh"
+
+if ravel_venv_ready "$VENV" "$WANT" ray; then
   echo "$VENV"
   exit 0
 fi
@@ -26,23 +28,5 @@ if [ -n "${RAVEL_RAY_VENV:-}" ] && [ -z "${RAVEL_RAY_VERSION:-}" ] && [ -x "$VEN
   exit 0
 fi
 
-PY=""
-for c in python3.11 python3.12 python3.10 python3; do
-  if command -v "$c" >/dev/null 2>&1; then
-    v=$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    case "$v" in 3.9|3.10|3.11|3.12) PY="$c"; break ;; esac
-  fi
-done
-[ -n "$PY" ] || { echo "setup-ray: Ray $RAY_VERSION needs Python 3.9-3.12; none found" >&2; exit 1; }
-
-echo "setup-ray: installing ray[default]==$RAY_VERSION into $VENV (one time, a few minutes)" >&2
-mkdir -p "$(dirname "$VENV")"
-rm -f "$VENV/.ravel-ok"
-"$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip >&2
-printf '%s\n' "$WANT" > "$VENV/.ravel-requirements.txt"
-"$VENV/bin/python" -m pip install -q -r "$VENV/.ravel-requirements.txt" >&2
-"$VENV/bin/ray" --version >&2
-test -f "$VENV/lib/"python*/site-packages/ray/jars/ray_dist.jar
-printf '%s' "$WANT" > "$VENV/.ravel-ok"
-echo "$VENV"
+ravel_install_venv setup-ray "$VENV" "$WANT" "3.9 3.10 3.11 3.12" \
+  'ray --version && test -f "$(dirname "$(dirname "$(command -v ray)")")"/lib/python*/site-packages/ray/jars/ray_dist.jar'
