@@ -180,6 +180,11 @@ public final class RayHome {
       throw new IllegalStateException("workers are not built under " + target + ": run 'mvn -DskipTests package'");
     }
     out.add(lib.toAbsolutePath());
+    // Ravel's Python workers: their package's folder, so Python actors import the checkout's code
+    Path python = ravelHome.resolve("workers").resolve("src").resolve("main").resolve("python");
+    if (Files.isDirectory(python.resolve("ravel_workers"))) {
+      out.add(python.toAbsolutePath());
+    }
     return out;
   }
 }

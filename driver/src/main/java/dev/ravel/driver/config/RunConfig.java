@@ -8,6 +8,8 @@ import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.config.Values;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
+import dev.ravel.workers.python.PythonModel;
+import dev.ravel.workers.python.PythonWorkers;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,6 +30,11 @@ import java.util.Map;
 public final class RunConfig {
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
+  /** {@code generation.runtime}/{@code trainer.runtime}: Ravel's Java workers. */
+  public static final String RUNTIME_JAVA = "java";
+  /** {@code generation.runtime}/{@code trainer.runtime}: Ravel's Python workers (PyTorch, transformers, vLLM). */
+  public static final String RUNTIME_PYTHON = "python";
+
   /** Every key but telemetry's, with its default; telemetry's are {@link TelemetryConfig#KEYS}. */
   static final Map<String, Map<String, Object>> DEFAULTS = new LinkedHashMap<>();
 
@@ -38,7 +45,13 @@ public final class RunConfig {
         "max_running_requests", 64, "max_concurrency", 32, "model", "ravel-tiny",
         // backend openai: the servers given, or one launched per worker
         "servers", "", "launch", "", "launch_command", "", "connect_timeout_s", 5, "request_timeout_s", 120,
-        "launch_timeout_s", 60, "max_in_flight", 64, "refit", true, "server_heap_mb", 256);
+        "launch_timeout_s", 60, "max_in_flight", 64, "refit", true, "server_heap_mb", 256,
+        // where the workers run: Java (Ravel's engine and TinyLm) or Python (transformers or vLLM)
+        "runtime", RUNTIME_JAVA, "engine", "transformers", "num_gpus", 0, "device", "auto");
+    section("trainer", "runtime", RUNTIME_JAVA, "num_gpus", 0, "device", "auto");
+    // the Python workers' policy: a transformers config with random initialisation (the Java runtime's TinyLm
+    // has a size of its own)
+    section("model", "family", "gpt2", "layers", 2, "hidden", 64, "heads", 4);
     section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
         "max_trajectory_age_steps", 1, "checkpoint_every", 0);
@@ -223,6 +236,78 @@ public final class RunConfig {
       default -> throw new ConfigException("generation.backend", "unknown backend '" + backend
           + "' (valid: " + BACKEND_EMBEDDED + ", " + BACKEND_OPENAI + ")");
     }
+    validateRuntimes();
+  }
+
+  private void validateRuntimes() {
+    String generation = runtime("generation.runtime");
+    String trainer = runtime("trainer.runtime");
+    if (!generation.equals(trainer)) {
+      throw new ConfigException("trainer.runtime", "is " + trainer + " but generation.runtime is " + generation
+          + ": generation and training must hold the same model family (the java runtime serves Ravel's TinyLm,"
+          + " the python one a transformers model); set both to " + trainer + " or both to " + generation);
+    }
+    String engine = string("generation.engine");
+    if (!PythonWorkers.ENGINES.contains(engine)) {
+      throw new ConfigException("generation.engine", "unknown engine '" + engine + "' (valid: "
+          + String.join(", ", PythonWorkers.ENGINES) + ")");
+    }
+    for (String key : List.of("generation.device", "trainer.device")) {
+      if (!PythonWorkers.DEVICES.contains(string(key))) {
+        throw new ConfigException(key, "unknown device '" + string(key) + "' (valid: "
+            + String.join(", ", PythonWorkers.DEVICES) + ")");
+      }
+    }
+    for (String key : List.of("generation.num_gpus", "trainer.num_gpus")) {
+      range(key, 0, 1024, true);
+    }
+    if (generation.equals(RUNTIME_JAVA)) {
+      if (!engine.equals("transformers")) {
+        throw new ConfigException("generation.engine", engine + " runs in Python workers: set generation.runtime"
+            + " and trainer.runtime to python (the java runtime generates with Ravel's own engine)");
+      }
+      return;
+    }
+    if (string("generation.backend").equals(BACKEND_OPENAI)) {
+      throw new ConfigException("generation.backend", "openai is the Java workers' HTTP client; Python workers"
+          + " generate in their own process (generation.engine: transformers or vllm)");
+    }
+    pythonModel();
+  }
+
+  private String runtime(String key) {
+    String r = string(key);
+    if (!r.equals(RUNTIME_JAVA) && !r.equals(RUNTIME_PYTHON)) {
+      throw new ConfigException(key, "unknown runtime '" + r + "' (valid: " + RUNTIME_JAVA + ", " + RUNTIME_PYTHON + ")");
+    }
+    return r;
+  }
+
+  /** Whether the generation workers and the trainer are Ravel's Python workers. */
+  public boolean pythonWorkers() {
+    return string("generation.runtime").equals(RUNTIME_PYTHON);
+  }
+
+  /**
+   * The Python workers' model over the task's {@code vocabSize} tokens, for prompts and completions of at most
+   * {@code maxPositions} tokens together.
+   *
+   * @throws ConfigException naming the bad {@code model.*} key
+   */
+  public PythonModel pythonModel(int vocabSize, int maxPositions) {
+    try {
+      return new PythonModel(string("model.family"), vocabSize, integer("model.layers"), integer("model.hidden"),
+          integer("model.heads"), maxPositions);
+    } catch (IllegalArgumentException e) {
+      String m = e.getMessage();
+      int colon = m.indexOf(": ");
+      String field = colon > 0 ? m.substring(0, colon) : "family";
+      throw new ConfigException("model." + field, colon > 0 ? m.substring(colon + 2) : m);
+    }
+  }
+
+  private void pythonModel() {
+    pythonModel(2, 2);
   }
 
   /** The embedded engine in each generation worker's JVM. */

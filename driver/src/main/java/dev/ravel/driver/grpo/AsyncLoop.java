@@ -10,6 +10,7 @@ import dev.ravel.workers.collector.CollectorStats;
 import dev.ravel.workers.collector.TrajectoryCollector;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.trainer.TrainOutcome;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -35,7 +36,8 @@ final class AsyncLoop {
   private final GrpoActors actors;
   private final TrainPhase trainPhase;
   private final Steps steps;
-  private ModelWeights weights;
+  /** The version the workers serve. */
+  private long version;
   private CollectorStats collectorStats;
 
   AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ModelWeights initial) {
@@ -43,7 +45,7 @@ final class AsyncLoop {
     this.actors = actors;
     this.trainPhase = trainPhase;
     this.steps = steps;
-    this.weights = initial;
+    this.version = initial.version();
   }
 
   void run() {
@@ -66,9 +68,9 @@ final class AsyncLoop {
     PhaseClock clock = steps.clock();
     long calls = 0;
     CollectorStats before = actors.collector.call(TrajectoryCollector::stats).get();
-    try (ScopedSpan s = steps.start(step, weights.version())) {
+    try (ScopedSpan s = steps.start(step, version)) {
       if (step == 0) {
-        long v = weights.version();
+        long v = version;
         clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v).get());
         calls++;
       }
@@ -77,11 +79,11 @@ final class AsyncLoop {
       link(s, got.rollouts);
       List<Trajectory> batch = clock.time(Phase.DATA_PROCESSING, () -> flatten(got.rollouts));
       TrainPhase.Trained t = trainPhase.train(clock, s, step, batch);
-      weights = t.weights();
+      TrainOutcome update = t.outcome();
+      version = update.version();
       calls += TrainPhase.RAY_CALLS;
       if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
-        ModelWeights w = weights;
-        calls += clock.time(Phase.REFIT, () -> refit(w));
+        calls += clock.time(Phase.REFIT, () -> refit(update));
       }
       CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
       long collectorCalls = (after.generateCalls() - before.generateCalls())
@@ -91,11 +93,11 @@ final class AsyncLoop {
   }
 
   /** Pauses the collector (the refit bubble), updates the workers and publishes the new version. */
-  private int refit(ModelWeights w) {
+  private int refit(TrainOutcome update) {
     steps.spans().call(Phase.REFIT_BUBBLE, x -> actors.collector.call(TrajectoryCollector::pause, PAUSE_TIMEOUT_MS)
         .get());
-    int calls = 1 + actors.refit(w);
-    actors.collector.call(TrajectoryCollector::publish, w.version()).get();
+    int calls = 1 + actors.refit(update);
+    actors.collector.call(TrajectoryCollector::publish, update.version()).get();
     return calls + 1;
   }
 

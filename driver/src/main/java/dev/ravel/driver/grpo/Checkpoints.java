@@ -11,8 +11,13 @@ import java.nio.file.Path;
 final class Checkpoints {
   private Checkpoints() {}
 
+  /** The folder checkpoints go to. */
+  static Path folder(Path runDir) {
+    return runDir.resolve("checkpoints");
+  }
+
   static Path save(Path runDir, ModelWeights w) {
-    Path dir = runDir.resolve("checkpoints");
+    Path dir = folder(runDir);
     Path file = dir.resolve("weights-v" + w.version() + ".bin");
     try {
       Files.createDirectories(dir);

@@ -19,7 +19,9 @@ import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.reward.RewardEnvironment;
 import dev.ravel.workers.reward.RewardEnvironmentActor;
 import dev.ravel.workers.trainer.PolicyTrainer;
+import dev.ravel.workers.python.PythonWorkers;
 import dev.ravel.workers.trainer.PolicyTrainerActor;
+import dev.ravel.workers.trainer.TrainOutcome;
 import dev.ravel.workers.trainer.TrainerSpec;
 import io.ray.api.ObjectRef;
 import io.ray.api.Ray;
@@ -55,10 +57,22 @@ final class GrpoActors {
     this.collector = collector;
   }
 
-  /** Creates every actor of a run that starts from {@code weights} and waits until each is up. */
+  /**
+   * Creates every actor of a run that starts from {@code weights} (Java workers) or from the Python model's
+   * seeded initialisation (Python workers), and waits until each is up.
+   */
   static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights weights, int eos) {
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
+    GrpoConfig grpo = settings.grpo();
+    GrpoSettings.Python py = settings.python();
     for (int i = 0; i < settings.workers(); i++) {
+      if (py != null) {
+        String spec = PythonWorkers.generationSpec(py.model(), settings.seed(), eos, settings.modelName(), py.engine(),
+            settings.maxRunningRequests(), py.generationDevice());
+        workers.add(session.pythonActor(PythonWorkers.GENERATION_WORKER, spec, GenerationWorker.class)
+            .maxConcurrency(settings.maxConcurrency()).gpus(py.generationGpus()).remote());
+        continue;
+      }
       ServerBackendSpec servers = settings.servers() == null ? null
           : settings.servers().withServers(settings.servers().shareOf(i, settings.workers()));
       GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
@@ -68,9 +82,11 @@ final class GrpoActors {
     }
     RavelActorHandle<RewardEnvironment> reward =
         session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).remote();
-    GrpoConfig grpo = settings.grpo();
-    RavelActorHandle<PolicyTrainer> trainer =
-        session.actor(PolicyTrainerActor::new, new TrainerSpec(weights, grpo), PolicyTrainer.class).remote();
+    RavelActorHandle<PolicyTrainer> trainer = py != null
+        ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
+            PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo), PolicyTrainer.class)
+            .gpus(py.trainerGpus()).remote()
+        : session.actor(PolicyTrainerActor::new, new TrainerSpec(weights, grpo), PolicyTrainer.class).remote();
     RavelActorHandle<ReplayBuffer> buffer = null;
     RavelActorHandle<TrajectoryCollector> collector = null;
     if (settings.async()) {
@@ -86,10 +102,15 @@ final class GrpoActors {
     return actors;
   }
 
+  /** Whether the trainer keeps its weights (a Python trainer): then it also writes its own checkpoints. */
+  boolean trainerKeepsWeights() {
+    return trainer.isPython();
+  }
+
   private void awaitReady() {
     List<RavelRef<?>> ready = new ArrayList<>();
     workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
-    ready.add(trainer.call(PolicyTrainer::weights));
+    ready.add(trainer.call(PolicyTrainer::telemetryStats));
     ready.add(reward.call(RewardEnvironment::telemetryStats));
     if (buffer != null) {
       ready.add(buffer.call(ReplayBuffer::stats));
@@ -99,22 +120,30 @@ final class GrpoActors {
   }
 
   /**
-   * Puts the weights in the object store once, passes the reference to every generation worker and checks
-   * that each loaded that version. Returns the number of actor calls made.
+   * Passes the weights of {@code update} to every generation worker as one object in the object store (a
+   * Java trainer's weights put there by the driver, a Python trainer's left there by its {@code weights} call,
+   * never read by the driver) and checks that each loaded that version. Returns the number of actor calls.
    */
-  int refit(ModelWeights w) {
-    ObjectRef<Payload<ModelWeights>> ref = Ray.put(Payload.of(w));
+  int refit(TrainOutcome update) {
+    int calls = 0;
+    ObjectRef<?> ref;
+    if (update.weights() != null) {
+      ref = Ray.put(Payload.of(update.weights()));
+    } else {
+      ref = trainer.call(PolicyTrainer::weights).rayRef();
+      calls++;
+    }
     List<RavelRef<Long>> refs = new ArrayList<>();
     for (RavelActorHandle<GenerationWorker> worker : workers) {
       refs.add(worker.call(GenerationWorker::updateWeights, ref));
     }
     for (RavelRef<Long> r : refs) {
       long v = r.get();
-      if (v != w.version()) {
-        throw new IllegalStateException("worker loaded weight version " + v + ", expected " + w.version());
+      if (v != update.version()) {
+        throw new IllegalStateException("worker loaded weight version " + v + ", expected " + update.version());
       }
     }
-    return refs.size();
+    return calls + refs.size();
   }
 
   /** Each generation worker's engine counters. */

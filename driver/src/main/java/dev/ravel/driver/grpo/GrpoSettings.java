@@ -1,5 +1,7 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.python.PythonModel;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.workers.engine.SamplingParams;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
@@ -23,10 +25,27 @@ import dev.ravel.workers.grpo.GrpoConfig;
  * @param sampling the generation sampling settings (each request gets its own seed)
  * @param modelName the policy's name in engine spans and metrics, and the model requested from servers
  * @param servers the inference servers of the openai backend; null for the embedded engine
+ * @param python the Python workers' settings; null when the workers are Java
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
-    GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers) {
+    GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python) {
+
+  /** The longest prompt of the task ({@code "a+b="}), plus headroom, for the Python model's positions. */
+  static final int MAX_PROMPT_TOKENS = 8;
+
+  /**
+   * How the Python workers run.
+   *
+   * @param model the policy's transformers config
+   * @param engine {@code transformers} or {@code vllm}
+   * @param generationGpus GPUs per generation worker
+   * @param trainerGpus GPUs of the trainer
+   * @param generationDevice {@code auto}, {@code cpu} or {@code cuda}
+   * @param trainerDevice the same for the trainer
+   */
+  record Python(PythonModel model, String engine, double generationGpus, double trainerGpus,
+      String generationDevice, String trainerDevice) {}
 
   static GrpoSettings from(RunConfig config) {
     int steps = config.integer("grpo.steps");
@@ -57,7 +76,16 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         config.integer("grpo.max_trajectory_age_steps"), config.integer("grpo.checkpoint_every"),
         config.integer("generation.workers"), config.integer("generation.kv_token_budget"),
         config.integer("generation.max_running_requests"), config.integer("generation.max_concurrency"), grpo,
-        sampling, config.string("generation.model"), config.serverBackend());
+        sampling, config.string("generation.model"), config.serverBackend(), python(config, maxNewTokens));
+  }
+
+  private static Python python(RunConfig config, int maxNewTokens) {
+    if (!config.pythonWorkers()) {
+      return null;
+    }
+    PythonModel model = config.pythonModel(CharTokenizer.arithmetic().vocabSize(), MAX_PROMPT_TOKENS + maxNewTokens);
+    return new Python(model, config.string("generation.engine"), config.number("generation.num_gpus"),
+        config.number("trainer.num_gpus"), config.string("generation.device"), config.string("trainer.device"));
   }
 
   String mode() {

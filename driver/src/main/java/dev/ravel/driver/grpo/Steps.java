@@ -58,7 +58,7 @@ final class Steps {
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
     StepMetrics m = new StepMetrics(step, settings.mode(), t.rewardMean(), t.outcome().kl(), t.outcome().loss(),
         t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
-        elapsed, clock.phases(), t.weights().version(), t.trajectories(), dropped, rayCalls,
+        elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
         s.spanContext().getTraceId());
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())

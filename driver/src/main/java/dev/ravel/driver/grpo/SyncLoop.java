@@ -15,6 +15,7 @@ import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.reward.RewardEnvironment;
 import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.trainer.TrainOutcome;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -30,7 +31,9 @@ final class SyncLoop {
   private final Steps steps;
   private final ArithmeticTask task;
   private final Tokenizer tokenizer;
-  private ModelWeights weights;
+  /** The version the workers serve, and the update that made it (null before the first step). */
+  private long version;
+  private TrainOutcome lastUpdate;
 
   SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
       Tokenizer tokenizer, ModelWeights initial) {
@@ -40,7 +43,7 @@ final class SyncLoop {
     this.steps = steps;
     this.task = task;
     this.tokenizer = tokenizer;
-    this.weights = initial;
+    this.version = initial.version();
   }
 
   void run() {
@@ -52,16 +55,16 @@ final class SyncLoop {
   private void step(int step) {
     PhaseClock clock = steps.clock();
     long calls = 0;
-    try (ScopedSpan s = steps.start(step, weights.version())) {
+    try (ScopedSpan s = steps.start(step, version)) {
       StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(task, tokenizer,
           settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
       if (step > 0) {
-        ModelWeights w = weights;
-        calls += clock.time(Phase.REFIT, () -> actors.refit(w));
+        TrainOutcome update = lastUpdate;
+        calls += clock.time(Phase.REFIT, () -> actors.refit(update));
       }
       List<GenerationResult> results = clock.time(Phase.GENERATION,
           () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
-            g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, weights.version())
+            g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, version)
                 .set(RavelAttributes.NUM_REQUESTS, (long) batch.requests().size());
             return generate(batch.requests());
           }));
@@ -73,7 +76,8 @@ final class SyncLoop {
       calls++;
       List<Trajectory> trajectories = batch.trajectories(results, rewards);
       TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
-      weights = t.weights();
+      lastUpdate = t.outcome();
+      version = lastUpdate.version();
       steps.finish(s, step, t, clock, 0, calls + TrainPhase.RAY_CALLS);
     }
   }

@@ -6,7 +6,6 @@ import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.grpo.Advantages;
 import dev.ravel.workers.grpo.Trajectory;
-import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.trainer.PolicyTrainer;
 import dev.ravel.workers.trainer.TrainOutcome;
 import java.nio.file.Path;
@@ -25,18 +24,18 @@ final class TrainPhase {
   private final GrpoSettings settings;
   private final Path runDir;
 
+  /**
+   * A trainer that returns its weights with each update (Java) is checkpointed by the driver; one that keeps
+   * them (Python) writes its own checkpoints, into the same folder.
+   */
   TrainPhase(RavelActorHandle<PolicyTrainer> trainer, GrpoSettings settings, Path runDir) {
     this.trainer = trainer;
     this.settings = settings;
     this.runDir = runDir;
   }
 
-  /** What a step's update gave: the new weights and the numbers the step reports. */
-  record Trained(TrainOutcome outcome, double rewardMean, long tokens, int trajectories) {
-    ModelWeights weights() {
-      return outcome.weights();
-    }
-  }
+  /** What a step's update gave: the new weights (or their version) and the numbers the step reports. */
+  record Trained(TrainOutcome outcome, double rewardMean, long tokens, int trajectories) {}
 
   /** Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups. */
   Trained train(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
@@ -51,7 +50,8 @@ final class TrainPhase {
     });
     TrainOutcome out = clock.time(Phase.TRAINING, () -> trainer.call(PolicyTrainer::train, batch).get());
     if (settings.checkpointAfter(step)) {
-      clock.time(Phase.CHECKPOINTING, () -> Checkpoints.save(runDir, out.weights()));
+      clock.time(Phase.CHECKPOINTING, () -> out.weights() != null ? Checkpoints.save(runDir, out.weights())
+          : Path.of(trainer.call(PolicyTrainer::checkpoint, Checkpoints.folder(runDir).toString()).get()));
     }
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
     return new Trained(out, Arrays.stream(rewards).average().orElse(0), tokens, batch.size());

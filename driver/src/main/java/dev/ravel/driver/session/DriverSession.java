@@ -16,7 +16,9 @@ import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.actor.RavelActors;
 import dev.ravel.workers.actor.RavelRole;
 import dev.ravel.workers.actor.RavelRef;
+import dev.ravel.workers.python.PythonWire;
 import io.ray.api.Ray;
+import io.ray.api.function.PyActorClass;
 import io.ray.api.function.RayFunc0;
 import io.ray.api.function.RayFunc1;
 import java.nio.file.Path;
@@ -135,6 +137,14 @@ public final class DriverSession implements AutoCloseable {
   public <A extends RavelActor, T, I extends RavelRole> Creator<I> actor(RayFunc1<Payload<T>, A> ctor, T arg,
       Class<I> role) {
     return new Creator<>(RavelActors.actor(ctor, arg, role).env(workerEnv));
+  }
+
+  /**
+   * Creates a Python actor of role {@code role} (a class of Ravel's Python workers, built from the JSON
+   * {@code spec}) with the run's worker environment; the session flushes it on close like a Java actor.
+   */
+  public <I extends RavelRole> Creator<I> pythonActor(PyActorClass actorClass, String spec, Class<I> role) {
+    return new Creator<>(RavelActors.python(actorClass, spec, role, PythonWire.INSTANCE).env(workerEnv));
   }
 
   public TelemetryConfig config() {
@@ -259,6 +269,12 @@ public final class DriverSession implements AutoCloseable {
 
     public Creator<I> jvmOptions(List<String> options) {
       creator.jvmOptions(options);
+      return this;
+    }
+
+    /** GPUs the actor holds; 0 asks for none. */
+    public Creator<I> gpus(double n) {
+      creator.gpus(n);
       return this;
     }
 

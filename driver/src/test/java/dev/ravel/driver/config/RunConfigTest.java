@@ -374,7 +374,78 @@ final class RunConfigTest {
         .containsEntry("run.mode", "sync")
         .containsEntry("generation.backend", "embedded")
         .containsEntry("cluster.worker_heap_mb", 512);
-    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|grpo)\\.[a-z_]+"));
+    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|trainer|model|grpo)\\.[a-z_]+"));
+  }
+
+  @Test
+  void runtime_pythonForBoth_givesThePythonModel() {
+    RunConfig c = RunConfig.load(null, List.of("generation.runtime=python", "trainer.runtime=python",
+        "model.family=qwen2", "model.layers=3", "model.hidden=48", "model.heads=6"), Map.of());
+
+    assertThat(c.pythonWorkers()).isTrue();
+    assertThat(c.pythonModel(14, 12)).isEqualTo(new dev.ravel.workers.python.PythonModel("qwen2", 14, 3, 48, 6, 12));
+  }
+
+  @Test
+  void runtime_defaultIsJava() {
+    assertThat(RunConfig.load(null, List.of(), Map.of()).pythonWorkers()).isFalse();
+  }
+
+  @Test
+  void runtime_pythonTrainerWithJavaEngine_isRejectedNamingBothKeys() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("trainer.runtime=python"), Map.of()),
+        "trainer.runtime");
+    assertThat(e.getMessage()).contains("generation.runtime is java").contains("same model family");
+  }
+
+  @Test
+  void runtime_pythonEngineWithJavaTrainer_isRejected() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python"), Map.of()),
+        "trainer.runtime");
+    assertThat(e.getMessage()).contains("is java but generation.runtime is python");
+  }
+
+  @Test
+  void runtime_unknown_isRejectedWithTheValidOnes() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=rust"), Map.of()),
+        "generation.runtime");
+    assertThat(e.getMessage()).contains("'rust'").contains("java, python");
+  }
+
+  @Test
+  void engine_vllmWithJavaWorkers_isRejected() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.engine=vllm"), Map.of()),
+        "generation.engine");
+    assertThat(e.getMessage()).contains("generation.runtime");
+  }
+
+  @Test
+  void backend_openaiWithPythonWorkers_isRejected() {
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python", "trainer.runtime=python",
+        "generation.backend=openai", "generation.launch=ravel"), Map.of()), "generation.backend");
+  }
+
+  @Test
+  void model_hiddenNotAMultipleOfHeads_isRejectedNamingModelHidden() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python",
+        "trainer.runtime=python", "model.hidden=30", "model.heads=4"), Map.of()), "model.hidden");
+    assertThat(e.getMessage()).contains("not a multiple of heads");
+  }
+
+  @Test
+  void model_unknownFamily_isRejected() {
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python", "trainer.runtime=python",
+        "model.family=llama9"), Map.of()), "model.family");
+  }
+
+  @Test
+  void numGpus_negative_isRejected() {
+    assertConfigError(() -> RunConfig.load(null, List.of("trainer.num_gpus=-1"), Map.of()), "trainer.num_gpus");
+  }
+
+  @Test
+  void device_unknown_isRejected() {
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.device=tpu"), Map.of()), "generation.device");
   }
 
   @Test

@@ -1,11 +1,13 @@
 package dev.ravel.workers.actor;
 
 import io.ray.api.ObjectRef;
+import io.ray.api.exception.CrossLanguageException;
 import io.ray.api.exception.RayTaskException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 
 /**
  * The pending result of an actor call made through {@link RavelActorHandle}. {@link #get()} returns the
@@ -17,15 +19,29 @@ public final class RavelRef<R> {
   private final ObjectRef<byte[]> ref;
   /** Null for a Ray call. */
   private final CompletableFuture<byte[]> local;
+  /** Reads the result's bytes: Java serialization, or JSON from a Python actor. */
+  private final Function<byte[], R> decoder;
+  /** The Python call ({@code Class.method}), null for a Java actor. */
+  private final String pythonCall;
 
   RavelRef(ObjectRef<byte[]> ref) {
-    this.ref = ref;
-    this.local = null;
+    this(ref, null, RavelRef::javaDecode, null);
   }
 
   RavelRef(CompletableFuture<byte[]> local) {
-    this.ref = null;
+    this(null, local, RavelRef::javaDecode, null);
+  }
+
+  RavelRef(ObjectRef<byte[]> ref, Function<byte[], R> decoder, String pythonCall) {
+    this(ref, null, decoder, pythonCall);
+  }
+
+  private RavelRef(ObjectRef<byte[]> ref, CompletableFuture<byte[]> local, Function<byte[], R> decoder,
+      String pythonCall) {
+    this.ref = ref;
     this.local = local;
+    this.decoder = decoder;
+    this.pythonCall = pythonCall;
   }
 
   /** Waits for the result. */
@@ -34,9 +50,11 @@ public final class RavelRef<R> {
       return awaitLocal(Long.MAX_VALUE);
     }
     try {
-      return decode(ref.get());
+      return decoder.apply(ref.get());
     } catch (RayTaskException e) {
       throw Unchecked.<RuntimeException>sneaky(RavelActors.unwrap(e));
+    } catch (CrossLanguageException e) {
+      throw PythonWorkerException.of(pythonCall, e);
     }
   }
 
@@ -46,9 +64,11 @@ public final class RavelRef<R> {
       return awaitLocal(timeoutMs);
     }
     try {
-      return decode(ref.get(timeoutMs));
+      return decoder.apply(ref.get(timeoutMs));
     } catch (RayTaskException e) {
       throw Unchecked.<RuntimeException>sneaky(RavelActors.unwrap(e));
+    } catch (CrossLanguageException e) {
+      throw PythonWorkerException.of(pythonCall, e);
     }
   }
 
@@ -66,7 +86,7 @@ public final class RavelRef<R> {
 
   private R awaitLocal(long timeoutMs) {
     try {
-      return decode(timeoutMs == Long.MAX_VALUE ? local.get() : local.get(timeoutMs, TimeUnit.MILLISECONDS));
+      return decoder.apply(timeoutMs == Long.MAX_VALUE ? local.get() : local.get(timeoutMs, TimeUnit.MILLISECONDS));
     } catch (ExecutionException e) {
       throw Unchecked.<RuntimeException>sneaky(e.getCause());
     } catch (TimeoutException e) {
@@ -78,7 +98,7 @@ public final class RavelRef<R> {
   }
 
   @SuppressWarnings("unchecked")
-  private R decode(byte[] bytes) {
+  private static <R> R javaDecode(byte[] bytes) {
     return (R) Codec.decode(bytes);
   }
 }

@@ -1,13 +1,11 @@
 package dev.ravel.workers.generation;
 
 import dev.ravel.workers.actor.ActorRole;
-import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelRole;
 import dev.ravel.workers.actor.Untraced;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
-import dev.ravel.workers.model.ModelWeights;
 import io.ray.api.ObjectRef;
 import java.util.List;
 
@@ -26,8 +24,13 @@ public interface GenerationWorker extends RavelRole {
    */
   GenerationResult generateAsync(GenerationRequest request);
 
-  /** Loads the weights behind {@code weights} (put once in the object store by the driver); returns their version. */
-  long updateWeights(ObjectRef<Payload<ModelWeights>> weights);
+  /**
+   * Loads the weights behind {@code weights}, one object in the object store that every worker is passed by
+   * reference; returns their version. For a Java worker the object is a {@code Payload<ModelWeights>} the
+   * driver put there; for a Python worker it is the Python trainer's weights blob, left in the object store by
+   * its {@code weights} call.
+   */
+  long updateWeights(ObjectRef<?> weights);
 
   /** The engine's counters. */
   @Untraced

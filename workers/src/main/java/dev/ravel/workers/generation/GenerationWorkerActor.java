@@ -61,8 +61,12 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
   }
 
   @Override
-  public long updateWeights(ObjectRef<Payload<ModelWeights>> weights) {
-    ModelWeights w = weights.get().value();
+  public long updateWeights(ObjectRef<?> weights) {
+    Object value = weights.get();
+    if (!(value instanceof Payload<?> p) || !(p.value() instanceof ModelWeights w)) {
+      throw new IllegalArgumentException("weights: expected Java model weights, got "
+          + (value == null ? "null" : value.getClass().getName()) + " (a Python trainer's weights need Python workers)");
+    }
     backend.updateWeights(w);
     return w.version();
   }

@@ -31,6 +31,83 @@ public final class GrpoLoss {
       int tokens, int sequences, float[] gradient) {}
 
   /**
+   * The objective on per-token log-probs, the part of the loss that does not depend on the model: for
+   * sequence {@code i} and completion token {@code t}, {@code policy[i][t]} is the policy's log-prob (at the
+   * sampling temperature), {@code behaviour[i][t]} the behaviour policy's and {@code reference[i][t]} the
+   * reference's. {@code gradient[i][t]} is {@code dLoss/dpolicy[i][t]}. Ravel's Python trainer computes the
+   * same (a test holds the two equal).
+   */
+  public record Objective(double loss, double kl, double clipFraction, double meanRatio, int tokens,
+      double[][] gradient) {}
+
+  /** {@link Objective} of one batch; every sequence needs at least one token and the three arrays one shape. */
+  public static Objective objective(double[][] policy, double[][] behaviour, double[][] reference,
+      double[] advantages, double clipEpsilon, double klBeta) {
+    int b = policy.length;
+    if (b == 0 || behaviour.length != b || reference.length != b || advantages.length != b) {
+      throw new IllegalArgumentException("policy, behaviour, reference and advantages need one entry per sequence ("
+          + b + ", " + behaviour.length + ", " + reference.length + ", " + advantages.length + "), at least one");
+    }
+    double[][] grad = new double[b][];
+    double loss = 0;
+    double kl = 0;
+    double ratioSum = 0;
+    int clipped = 0;
+    int tokens = 0;
+    for (int i = 0; i < b; i++) {
+      int len = policy[i].length;
+      if (len == 0 || behaviour[i].length != len || reference[i].length != len) {
+        throw new IllegalArgumentException("sequence " + i + ": policy, behaviour and reference need the same"
+            + " number of tokens (at least one), got " + len + ", " + behaviour[i].length + ", " + reference[i].length);
+      }
+      grad[i] = new double[len];
+      double seqObjective = 0;
+      double seqKl = 0;
+      for (int t = 0; t < len; t++) {
+        double ratio = Math.exp(policy[i][t] - behaviour[i][t]);
+        double d = k3(policy[i][t], reference[i][t]);
+        seqObjective += surrogate(ratio, advantages[i], clipEpsilon) - klBeta * d;
+        seqKl += d;
+        ratioSum += ratio;
+        clipped += isClipped(ratio, advantages[i], clipEpsilon) ? 1 : 0;
+        grad[i][t] = -dObjective(ratio, policy[i][t], reference[i][t], advantages[i], clipEpsilon, klBeta)
+            / ((double) len * b);
+      }
+      loss -= seqObjective / len;
+      kl += seqKl / len;
+      tokens += len;
+    }
+    return new Objective(loss / b, kl / b, (double) clipped / tokens, ratioSum / tokens, tokens, grad);
+  }
+
+  /** Whether the clipped term is the smaller one: the token then contributes no policy gradient. */
+  static boolean isClipped(double ratio, double advantage, double eps) {
+    return Math.max(1 - eps, Math.min(1 + eps, ratio)) * advantage < ratio * advantage;
+  }
+
+  /** {@code min(r A, clip(r, 1-eps, 1+eps) A)}. */
+  static double surrogate(double ratio, double advantage, double eps) {
+    double unclipped = ratio * advantage;
+    double clippedTerm = Math.max(1 - eps, Math.min(1 + eps, ratio)) * advantage;
+    return clippedTerm < unclipped ? clippedTerm : unclipped;
+  }
+
+  /** The k3 estimate of KL for one token: {@code e^delta - delta - 1} with {@code delta = ref - logp}. */
+  static double k3(double logp, double ref) {
+    double delta = ref - logp;
+    return Math.exp(delta) - delta - 1;
+  }
+
+  /**
+   * {@code dJ_t/dlogp}: {@code r A} through the unclipped branch (0 once clipped), and
+   * {@code -beta dD/dlogp = -beta (1 - e^delta)}.
+   */
+  static double dObjective(double ratio, double logp, double ref, double advantage, double eps, double beta) {
+    double delta = ref - logp;
+    return (isClipped(ratio, advantage, eps) ? 0 : ratio * advantage) - beta * (1 - Math.exp(delta));
+  }
+
+  /**
    * Evaluates the loss of {@code batch} under {@code policy} and its gradient.
    *
    * @param advantages one per trajectory (see {@link Advantages#groupRelative})
@@ -85,19 +162,13 @@ public final class GrpoLoss {
         TinyLm.Trace trace = policy.trace(seq, promptLen + t);
         double logp = Sampling.logProb(trace.logits(), token, temperature);
         double ratio = Math.exp(logp - tr.logprob(t));
-        double unclipped = ratio * a;
-        double clippedTerm = Math.max(1 - eps, Math.min(1 + eps, ratio)) * a;
-        boolean isClipped = clippedTerm < unclipped;
-        double surrogate = isClipped ? clippedTerm : unclipped;
-        double delta = ref[t] - logp;
-        double d = Math.exp(delta) - delta - 1;
-        seqObjective += surrogate - beta * d;
+        boolean isClipped = isClipped(ratio, a, eps);
+        double d = k3(logp, ref[t]);
+        seqObjective += surrogate(ratio, a, eps) - beta * d;
         seqKl += d;
         ratioSum += ratio;
         clipped += isClipped ? 1 : 0;
-        // dJ_t/dlogp: r*A through the unclipped branch (0 once clipped), and -beta * dD/dlogp = -beta * (1 - e^delta)
-        double dObjective = (isClipped ? 0 : unclipped) - beta * (1 - Math.exp(delta));
-        double dLoss = -dObjective / ((double) len * b);
+        double dLoss = -dObjective(ratio, logp, ref[t], a, eps, beta) / ((double) len * b);
         // dlogp/dlogits_v = (onehot_v - softmax_v) / T
         Sampling.softmax(trace.logits(), temperature, probs);
         for (int v = 0; v < vocab; v++) {

@@ -141,8 +141,7 @@ public final class GrpoTrainer {
 
   /** k3 estimator of KL(policy || reference) for one token: {@code exp(ref - pol) - (ref - pol) - 1}. */
   static double k3(double policyLogProb, double referenceLogProb) {
-    double delta = referenceLogProb - policyLogProb;
-    return Math.exp(delta) - delta - 1;
+    return GrpoLoss.k3(policyLogProb, referenceLogProb);
   }
 
   private float[] completionLogProbs(TinyLm model, Trajectory tr) {

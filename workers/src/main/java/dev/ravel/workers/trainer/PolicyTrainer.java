@@ -22,7 +22,16 @@ public interface PolicyTrainer extends RavelRole {
    */
   TrainOutcome train(List<Trajectory> batch);
 
-  /** The current weights. */
+  /**
+   * The current weights. A Python trainer returns its weights blob instead, whose object reference the driver
+   * passes on to the generation workers without reading it.
+   */
   @Untraced
   ModelWeights weights();
+
+  /**
+   * Writes the current weights under the folder {@code dir} (created if missing) atomically: a temporary file,
+   * then a rename. Returns the file's path.
+   */
+  String checkpoint(String dir);
 }

@@ -8,6 +8,12 @@ import dev.ravel.workers.grpo.TrainMetrics;
 import dev.ravel.workers.grpo.TrainStep;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
+import java.io.IOException;
+import java.io.ObjectOutputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
 
 /**
@@ -58,6 +64,24 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
   @Override
   public ModelWeights weights() {
     return trainer.weights();
+  }
+
+  @Override
+  public String checkpoint(String dir) {
+    ModelWeights w = trainer.weights();
+    Path folder = Path.of(dir);
+    Path file = folder.resolve("weights-v" + w.version() + ".bin");
+    try {
+      Files.createDirectories(folder);
+      Path tmp = Files.createTempFile(folder, file.getFileName().toString(), ".tmp");
+      try (ObjectOutputStream out = new ObjectOutputStream(Files.newOutputStream(tmp))) {
+        out.writeObject(w);
+      }
+      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      return file.toString();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write checkpoint " + file + ": " + e.getMessage(), e);
+    }
   }
 
   private static List<String> ids(List<Trajectory> batch) {

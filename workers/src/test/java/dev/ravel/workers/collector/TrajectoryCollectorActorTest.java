@@ -131,7 +131,7 @@ final class TrajectoryCollectorActorTest {
     }
 
     @Override
-    public long updateWeights(ObjectRef<Payload<ModelWeights>> weights) {
+    public long updateWeights(ObjectRef<?> weights) {
       return 0;
     }
 

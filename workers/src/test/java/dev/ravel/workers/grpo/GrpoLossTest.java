@@ -111,6 +111,40 @@ final class GrpoLossTest {
     return out;
   }
 
+  @Test
+  void objective_clippedToken_contributesTheClippedTermAndNoGradient() {
+    // ratio 2 with advantage 1: the clipped term 1.2 is the smaller; reference = policy, so no KL
+    GrpoLoss.Objective o = GrpoLoss.objective(new double[][] {{Math.log(0.5)}}, new double[][] {{Math.log(0.25)}},
+        new double[][] {{Math.log(0.5)}}, new double[] {1.0}, 0.2, 0.1);
+
+    assertThat(o.loss()).isCloseTo(-1.2, org.assertj.core.api.Assertions.within(1e-12));
+    assertThat(o.clipFraction()).isEqualTo(1.0);
+    assertThat(o.meanRatio()).isCloseTo(2.0, org.assertj.core.api.Assertions.within(1e-12));
+    assertThat(o.gradient()[0][0]).isEqualTo(0.0);
+  }
+
+  @Test
+  void objective_onPolicyTokenWithKl_matchesTheHandComputedValues() {
+    // ratio 1, advantage -1; reference twice as likely: delta = ln 2, D = 2 - ln 2 - 1
+    double lp = Math.log(0.25);
+    GrpoLoss.Objective o = GrpoLoss.objective(new double[][] {{lp, lp}}, new double[][] {{lp, lp}},
+        new double[][] {{lp + Math.log(2), lp + Math.log(2)}}, new double[] {-1.0}, 0.2, 0.1);
+
+    double d = 1 - Math.log(2);
+    assertThat(o.loss()).isCloseTo(1 + 0.1 * d, org.assertj.core.api.Assertions.within(1e-12));
+    assertThat(o.kl()).isCloseTo(d, org.assertj.core.api.Assertions.within(1e-12));
+    assertThat(o.clipFraction()).isZero();
+    // dLoss/dlogp = -(r A - beta (1 - e^delta)) / (len * B) = -(-1 + 0.1) / 2
+    assertThat(o.gradient()[0]).containsExactly(new double[] {0.45, 0.45}, org.assertj.core.api.Assertions.within(1e-12));
+  }
+
+  @Test
+  void objective_ragged_isRejectedNamingTheSequence() {
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> GrpoLoss.objective(new double[][] {{-1}, {-1, -2}},
+        new double[][] {{-1}, {-1}}, new double[][] {{-1}, {-1, -2}}, new double[] {0, 0}, 0.2, 0.1))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sequence 1");
+  }
+
   private static double[] rewards(List<Trajectory> batch) {
     return batch.stream().mapToDouble(Trajectory::reward).toArray();
   }

@@ -1,0 +1,43 @@
+package dev.ravel.workers.python;
+
+import java.io.Serializable;
+import java.util.List;
+
+/**
+ * The policy of Ravel's Python workers: a {@code transformers} causal LM built from this config with random
+ * initialisation (no weights are downloaded), over the task's vocabulary. The trainer and every generation
+ * worker build it from the same config and seed, so they start from the same weights.
+ *
+ * @param family {@code gpt2} or {@code qwen2}
+ * @param vocabSize token ids {@code 0 .. vocabSize-1}
+ * @param layers transformer blocks
+ * @param hidden the hidden size (a multiple of {@code heads})
+ * @param heads attention heads
+ * @param maxPositions the longest sequence, prompt and completion together
+ */
+public record PythonModel(String family, int vocabSize, int layers, int hidden, int heads, int maxPositions)
+    implements Serializable {
+  /** The model families a Python worker builds. */
+  public static final List<String> FAMILIES = List.of("gpt2", "qwen2");
+
+  /** Validates, naming the field. */
+  public PythonModel {
+    if (!FAMILIES.contains(family)) {
+      throw new IllegalArgumentException("family: unknown '" + family + "' (valid: " + String.join(", ", FAMILIES) + ")");
+    }
+    positive("vocabSize", vocabSize);
+    positive("layers", layers);
+    positive("hidden", hidden);
+    positive("heads", heads);
+    positive("maxPositions", maxPositions);
+    if (hidden % heads != 0) {
+      throw new IllegalArgumentException("hidden: " + hidden + " is not a multiple of heads (" + heads + ")");
+    }
+  }
+
+  private static void positive(String name, int v) {
+    if (v < 1) {
+      throw new IllegalArgumentException(name + ": must be at least 1, got " + v);
+    }
+  }
+}

@@ -1,0 +1,82 @@
+package dev.ravel.workers.python;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ravel.workers.grpo.GrpoConfig;
+import io.ray.api.function.PyActorClass;
+import java.util.List;
+
+/**
+ * Ravel's Python workers as the Java driver creates them: their classes in the package {@code ravel_workers}
+ * (on the job's code search path) and the JSON specs their constructors take ({@code docs/python-workers.md},
+ * "Specs").
+ */
+public final class PythonWorkers {
+  private PythonWorkers() {}
+
+  /** The Python module that holds the actor classes. */
+  public static final String MODULE = "ravel_workers.actors";
+  /** The Python generation worker ({@code GenerationWorker} role). */
+  public static final PyActorClass GENERATION_WORKER = PyActorClass.of(MODULE, "GenerationWorker");
+  /** The Python policy trainer ({@code PolicyTrainer} role). */
+  public static final PyActorClass POLICY_TRAINER = PyActorClass.of(MODULE, "PolicyTrainer");
+  /** Generation engines of a Python generation worker. */
+  public static final List<String> ENGINES = List.of("transformers", "vllm");
+  /** Where a Python worker puts its model. */
+  public static final List<String> DEVICES = List.of("auto", "cpu", "cuda");
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** A generation worker's spec. */
+  public static String generationSpec(PythonModel model, long seed, int eosToken, String modelName, String engine,
+      int maxRunningRequests, String device) {
+    if (!ENGINES.contains(engine)) {
+      throw new IllegalArgumentException("engine: unknown '" + engine + "' (valid: " + String.join(", ", ENGINES) + ")");
+    }
+    ObjectNode o = JSON.createObjectNode();
+    o.set("model", model(model));
+    o.put("seed", seed);
+    o.put("eos_token", eosToken);
+    o.put("model_name", modelName);
+    o.put("engine", engine);
+    o.put("max_running_requests", maxRunningRequests);
+    o.put("device", device(device));
+    return o.toString();
+  }
+
+  /** The policy trainer's spec. */
+  public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo) {
+    ObjectNode o = JSON.createObjectNode();
+    o.set("model", model(model));
+    o.put("seed", seed);
+    o.put("device", device(device));
+    ObjectNode g = o.putObject("grpo");
+    g.put("group_size", grpo.groupSize());
+    g.put("clip_epsilon", grpo.clipEpsilon());
+    g.put("kl_beta", grpo.klBeta());
+    g.put("learning_rate", grpo.learningRate());
+    g.put("weight_decay", grpo.weightDecay());
+    g.put("max_grad_norm", grpo.maxGradNorm());
+    g.put("temperature", grpo.temperature());
+    g.put("advantage_eps", grpo.advantageEps());
+    return o.toString();
+  }
+
+  private static ObjectNode model(PythonModel m) {
+    ObjectNode o = JSON.createObjectNode();
+    o.put("family", m.family());
+    o.put("vocab_size", m.vocabSize());
+    o.put("layers", m.layers());
+    o.put("hidden", m.hidden());
+    o.put("heads", m.heads());
+    o.put("max_positions", m.maxPositions());
+    return o;
+  }
+
+  private static String device(String device) {
+    if (!DEVICES.contains(device)) {
+      throw new IllegalArgumentException("device: unknown '" + device + "' (valid: " + String.join(", ", DEVICES) + ")");
+    }
+    return device;
+  }
+}
