@@ -1,11 +1,11 @@
 package dev.ravel.driver.grpo;
 
-import dev.ravel.workers.model.CharTokenizer;
-import dev.ravel.workers.python.PythonModel;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.workers.engine.SamplingParams;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import dev.ravel.workers.grpo.GrpoConfig;
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.python.PythonModel;
 
 /**
  * A run's GRPO and generation settings, typed and read once from its {@link RunConfig} (which has validated

@@ -37,7 +37,15 @@ public final class SpanNames {
    * {@code rl.worker.update_weights} for {@code updateWeights} on a role named {@code worker}.
    */
   public static String actorCall(String role, String method) {
-    StringBuilder sb = new StringBuilder("rl.").append(role).append('.');
+    return "rl." + role + "." + snakeCase(method);
+  }
+
+  /**
+   * A Java method name in snake case, {@code updateWeights} -> {@code update_weights}: the method part of
+   * {@link #actorCall} and the name of a Python actor's method.
+   */
+  public static String snakeCase(String method) {
+    StringBuilder sb = new StringBuilder(method.length() + 4);
     for (int i = 0; i < method.length(); i++) {
       char c = method.charAt(i);
       if (Character.isUpperCase(c)) {

@@ -3,6 +3,7 @@ package dev.ravel.workers.actor;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.telemetry.context.TraceCarrier;
+import dev.ravel.telemetry.spans.SpanNames;
 import io.ray.api.ActorHandle;
 import io.ray.api.ObjectRef;
 import io.ray.api.PyActorHandle;
@@ -181,19 +182,7 @@ public final class RavelActorHandle<I> implements Serializable {
 
   /** A Java role method's name in Python: snake case ({@code generateAsync} -> {@code generate_async}). */
   static String pythonName(String javaName) {
-    StringBuilder sb = new StringBuilder(javaName.length() + 4);
-    for (int i = 0; i < javaName.length(); i++) {
-      char c = javaName.charAt(i);
-      if (Character.isUpperCase(c)) {
-        if (i > 0) {
-          sb.append('_');
-        }
-        sb.append(Character.toLowerCase(c));
-      } else {
-        sb.append(c);
-      }
-    }
-    return sb.toString();
+    return SpanNames.snakeCase(javaName);
   }
 
   /** The W3C carrier as the JSON object a Python actor's {@code role_method} resumes. */

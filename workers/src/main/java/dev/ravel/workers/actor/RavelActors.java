@@ -2,13 +2,13 @@ package dev.ravel.workers.actor;
 
 import dev.ravel.telemetry.env.WorkerEnvironment;
 import io.ray.api.ActorHandle;
-import io.ray.api.Ray;
 import io.ray.api.PyActorHandle;
+import io.ray.api.Ray;
 import io.ray.api.call.ActorCreator;
 import io.ray.api.call.BaseActorCreator;
 import io.ray.api.call.PyActorCreator;
-import io.ray.api.function.PyActorClass;
 import io.ray.api.exception.RayTaskException;
+import io.ray.api.function.PyActorClass;
 import io.ray.api.function.RayFunc0;
 import io.ray.api.function.RayFunc1;
 import io.ray.api.runtimeenv.RuntimeEnv;
