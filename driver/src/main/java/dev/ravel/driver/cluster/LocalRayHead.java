@@ -39,6 +39,9 @@ import org.slf4j.LoggerFactory;
  * 4 s); anything that still remains is then stopped by its own PID.
  */
 public final class LocalRayHead implements AutoCloseable {
+  /** Ray's switch for token authentication ({@code token} or {@code disabled}). */
+  public static final String AUTH_MODE_ENV = "RAY_AUTH_MODE";
+
   private static final Logger LOG = LoggerFactory.getLogger(LocalRayHead.class);
   /** Ray's default worker port range, 10002-19999, that the head's own ports must avoid. */
   private static final int PORT_MIN = 20000;
@@ -356,6 +359,12 @@ public final class LocalRayHead implements AutoCloseable {
                 .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
             if (r.statusCode() == 200) {
               return;
+            }
+            if (r.statusCode() == 401) {
+              throw new IllegalStateException("the Ray head's dashboard " + head.dashboardUrl() + " asks for a token"
+                  + " (Ray token auth: " + AUTH_MODE_ENV + "=token or ~/.ray/auth_token), which Ravel does not send;"
+                  + " leave " + AUTH_MODE_ENV + " unset (Ravel then starts its loopback-only head without token auth) or set it"
+                  + " to disabled");
             }
           } catch (IOException e) {
             // not up yet

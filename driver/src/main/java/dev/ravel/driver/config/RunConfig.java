@@ -51,7 +51,7 @@ public final class RunConfig {
     section("trainer", "runtime", RUNTIME_JAVA, "num_gpus", 0, "device", "auto");
     // the Python workers' policy: a transformers config with random initialisation (the Java runtime's TinyLm
     // has a size of its own)
-    section("model", "family", "gpt2", "layers", 2, "hidden", 64, "heads", 4);
+    section("model", "family", "gpt2", "layers", 2, "hidden", 128, "heads", 4);
     section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
         "max_trajectory_age_steps", 1, "checkpoint_every", 0);

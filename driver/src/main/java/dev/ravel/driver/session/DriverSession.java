@@ -83,6 +83,11 @@ public final class DriverSession implements AutoCloseable {
           LOG.info("local Ray head environment: {}", headEnv.summary());
         }
         LocalRayHead.Builder hb = LocalRayHead.builder(home).environment(headEnv.variables());
+        if (!env.containsKey(LocalRayHead.AUTH_MODE_ENV)) {
+          // Ray 2.5x turns token auth on for a new head whenever ~/.ray/auth_token exists (any local ray.init()
+          // writes one); Ravel's clients send no token, and its own head listens on loopback only
+          hb.env(LocalRayHead.AUTH_MODE_ENV, "disabled");
+        }
         b.headEnv.forEach(hb::env);
         if (b.numCpus > 0) {
           hb.numCpus(b.numCpus);

@@ -1,0 +1,246 @@
+"""The actors the Java driver creates: ``GenerationWorker`` and ``PolicyTrainer`` (docs/python-workers.md).
+
+``GenerationWorkerImpl`` and ``PolicyTrainerImpl`` are plain classes (usable and tested without Ray);
+``GenerationWorker = ray.remote(GenerationWorkerImpl)`` and ``PolicyTrainer = ray.remote(PolicyTrainerImpl)``
+are what Java names with ``PyActorClass.of("ravel_workers.actors", "GenerationWorker")``. Every method Java
+calls is a :func:`~ravel_workers.role.role_method`: ``(carrier, args, *refs) -> bytes``. Both classes are
+thread-safe, so they may run as threaded actors (``max_concurrency > 1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+from opentelemetry import context as otel_context
+
+from . import policy
+from .engine import TransformersEngine
+from .grpo import completion_logprobs, group_advantages, grpo_loss, pad
+from .role import role_method
+from .telemetry import ProcessTelemetry, process_telemetry
+from .wire import (EngineStats, ExportStats, GenerationRequest, GenerationResult, GenerationWorkerSpec,
+                   LogProbSummary, TrainerSpec, TrainOutcome, Trajectory)
+
+
+def _spec(spec: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    return json.loads(spec) if isinstance(spec, (str, bytes)) else dict(spec)
+
+
+class _Telemetry:
+    """The untraced telemetry methods every role has (``RavelRole`` on the Java side)."""
+
+    telemetry: ProcessTelemetry
+
+    @role_method(traced=False)
+    def telemetry_stats(self) -> ExportStats:
+        """This process's span counts."""
+        return self.telemetry.stats()
+
+    @role_method(traced=False)
+    def flush_telemetry(self, timeout_ms: int) -> ExportStats:
+        """Exports what is queued (waiting at most ``timeout_ms``), then the span counts."""
+        self.telemetry.flush(timeout_ms)
+        return self.telemetry.stats()
+
+
+class GenerationWorkerImpl(_Telemetry):
+    """A generation worker: the policy behind an inference engine (transformers, or vLLM when asked)."""
+
+    ROLE = "generation_worker"
+    SPANS = "worker"
+
+    def __init__(self, spec: str | bytes | dict[str, Any], telemetry: ProcessTelemetry | None = None) -> None:
+        self.spec = GenerationWorkerSpec.from_wire(_spec(spec))
+        self.telemetry = telemetry or process_telemetry(self.ROLE)
+        self.device = policy.resolve_device(self.spec.device)
+        if self.spec.engine == "vllm":
+            from .vllm_engine import VllmEngine
+
+            self.engine: Any = VllmEngine(self.spec, self.telemetry)
+        else:
+            model = policy.build_model(self.spec.model, self.spec.seed, self.device, self.spec.eos_token)
+            self.engine = TransformersEngine(model, vocab_size=self.spec.model.vocab_size,
+                                             eos_token=self.spec.eos_token,
+                                             max_positions=self.spec.model.max_positions,
+                                             max_running_requests=self.spec.max_running_requests,
+                                             device=self.device, model_name=self.spec.model_name,
+                                             telemetry=self.telemetry, weight_version=0)
+
+    @role_method()
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Sync mode: a whole batch, results in request order."""
+        return self.engine.submit(requests, otel_context.get_current())
+
+    @role_method()
+    def generate_async(self, request: GenerationRequest) -> GenerationResult:
+        """Async mode: one request; many such calls run at once and the engine batches them."""
+        return self.engine.submit([request], otel_context.get_current())[0]
+
+    @role_method()
+    def update_weights(self, blob: bytes) -> int:
+        """Loads a weights blob (the resolved object reference) between batches; returns its version."""
+        return self.engine.update_weights(blob)
+
+    @role_method(traced=False)
+    def engine_stats(self) -> EngineStats:
+        return self.engine.stats()
+
+    def close(self) -> None:
+        """Stops the engine (queued requests finish with ``abort``)."""
+        self.engine.close()
+
+
+class PolicyTrainerImpl(_Telemetry):
+    """The GRPO policy trainer: policy, AdamW state and the frozen reference (its initial weights).
+
+    ``logprobs`` caches the batch's reference log-probs; the ``train`` call that follows on the same batch
+    (same request ids, same policy version) reuses them, so the reference pass runs once per step.
+    """
+
+    ROLE = "policy_trainer"
+    SPANS = "trainer"
+
+    def __init__(self, spec: str | bytes | dict[str, Any], telemetry: ProcessTelemetry | None = None) -> None:
+        self.spec = TrainerSpec.from_wire(_spec(spec))
+        self.grpo = self.spec.grpo
+        self.telemetry = telemetry or process_telemetry(self.ROLE)
+        self.device = policy.resolve_device(self.spec.device)
+        self.model = policy.build_model(self.spec.model, self.spec.seed, self.device)
+        self.reference = policy.build_model(self.spec.model, self.spec.seed, self.device)
+        self.reference.requires_grad_(False)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=self.grpo.learning_rate, betas=(0.9, 0.99), eps=1e-8,
+                                           weight_decay=self.grpo.weight_decay)
+        self.version = 0
+        self._lock = threading.RLock()
+        self._cache: tuple[list[str], int, torch.Tensor] | None = None
+        self._blob: tuple[int, bytes] | None = None
+        self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
+
+    # ------------------------------------------------------------------------------------------ maths
+
+    def _check(self, batch: list[Trajectory]) -> None:
+        g = self.grpo.group_size
+        if not batch or len(batch) % g != 0:
+            raise ValueError(f"batch: size {len(batch)} is not a positive multiple of group_size {g}")
+        for i, tr in enumerate(batch):
+            first = batch[i - i % g]
+            if tr.prompt != first.prompt:
+                raise ValueError(f"batch: trajectory {i} does not share the prompt of trajectory {i - i % g}; "
+                                 f"each run of group_size={g} must be one prompt's group")
+            for j, t in enumerate(tr.prompt + tr.completion):
+                if not 0 <= t < self.spec.model.vocab_size:
+                    raise ValueError(f"batch: trajectory {i} token {j} = {t} is outside the vocabulary")
+
+    def _logprobs(self, model: torch.nn.Module, batch: list[Trajectory]) -> tuple[torch.Tensor, torch.Tensor]:
+        return completion_logprobs(model, [t.prompt for t in batch], [t.completion for t in batch],
+                                   self.grpo.temperature, self.device)
+
+    def _reference(self, batch: list[Trajectory]) -> torch.Tensor:
+        with torch.no_grad():
+            self.reference_passes += 1
+            return self._logprobs(self.reference, batch)[0].detach()
+
+    # ------------------------------------------------------------------------------------------ role
+
+    @role_method()
+    def logprobs(self, batch: list[Trajectory]) -> LogProbSummary:
+        """Per-token log-probs of the batch under the policy and the reference, summarised."""
+        with self._lock:
+            if not batch:
+                return LogProbSummary(0.0, 0.0, 0.0, 0)
+            with torch.no_grad():
+                pol, mask = self._logprobs(self.model, batch)
+            ref = self._reference(batch)
+            self._cache = ([t.request_id for t in batch], self.version, ref)
+            tokens = int(mask.sum().item())
+            n = max(tokens, 1)
+            delta = (ref - pol) * mask
+            d = (torch.exp(delta) - delta - 1) * mask
+            per_seq = d.sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+            return LogProbSummary(policy=float(pol.sum().item() / n), reference=float(ref.sum().item() / n),
+                                  kl=float(per_seq.mean().item()), tokens=tokens)
+
+    @role_method()
+    def train(self, batch: list[Trajectory]) -> TrainOutcome:
+        """One GRPO update on the batch; returns the new version (+1) and what the update measured."""
+        with self._lock:
+            self._check(batch)
+            ids = [t.request_id for t in batch]
+            cached, self._cache = self._cache, None
+            if cached is not None and cached[0] == ids and cached[1] == self.version:
+                ref = cached[2]
+            else:
+                ref = self._reference(batch)
+            advantages = group_advantages([t.reward for t in batch], self.grpo.group_size, self.grpo.advantage_eps)
+            self.model.train()
+            try:
+                pol, mask = self._logprobs(self.model, batch)
+                behaviour, _ = pad([t.logprobs for t in batch], dtype=torch.float32, device=self.device)
+                result = grpo_loss(pol, behaviour, ref, mask,
+                                   torch.tensor(advantages, dtype=torch.float32, device=self.device),
+                                   self.grpo.clip_epsilon, self.grpo.kl_beta)
+                self.optimizer.zero_grad(set_to_none=True)
+                result.loss.backward()
+                params = [p for p in self.model.parameters() if p.grad is not None]
+                max_norm = self.grpo.max_grad_norm if self.grpo.max_grad_norm > 0 else float("inf")
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+                if not torch.isfinite(torch.tensor(grad_norm)):
+                    raise ValueError(f"grad: global norm is not finite: {grad_norm}")
+                self.optimizer.step()
+            finally:
+                self.model.eval()
+            self.version += 1
+            return TrainOutcome(version=self.version, loss=float(result.loss.item()), kl=result.kl,
+                                clip_fraction=result.clip_fraction, mean_ratio=result.mean_ratio,
+                                grad_norm=grad_norm, tokens=result.tokens)
+
+    def weights_blob(self) -> tuple[int, bytes]:
+        """The current version and its weights blob (serialised once per version)."""
+        with self._lock:
+            if self._blob is None or self._blob[0] != self.version:
+                self._blob = (self.version, policy.weights_blob(self.model, self.version))
+            return self._blob
+
+    @role_method(traced=False, raw_result=True)
+    def weights(self) -> bytes:
+        """The current weights blob (``torch.save({"version", "state_dict"})``, CPU tensors)."""
+        return self.weights_blob()[1]
+
+    @role_method()
+    def checkpoint(self, directory: str) -> str:
+        """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename); its path."""
+        version, blob = self.weights_blob()
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = (folder / f"weights-v{version}.pt").absolute()
+        fd, tmp = tempfile.mkstemp(prefix=f".weights-v{version}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return str(target)
+
+
+def _remote(cls: type) -> Any:
+    """``ray.remote(cls)``, or ``cls`` itself where Ray is not installed (so the module imports anyway)."""
+    try:
+        import ray
+    except ImportError:  # pragma: no cover - the Ray virtualenv always has Ray
+        return cls
+    return ray.remote(cls)
+
+
+GenerationWorker = _remote(GenerationWorkerImpl)
+PolicyTrainer = _remote(PolicyTrainerImpl)

@@ -1,0 +1,470 @@
+"""The JSON form of every value that crosses the Java/Python hop (docs/python-workers.md, "Wire forms").
+
+Each value type is a dataclass with ``to_wire()`` (a JSON-ready dict, snake_case keys) and
+``from_wire(dict)``. :func:`decode_args` turns a call's ``args`` JSON into Python values (``{"$ref": i}``
+replaced by the i-th resolved object reference), :func:`from_wire` converts one of them to an annotated
+type, and :func:`encode_result` turns a result into the UTF-8 JSON bytes Java reads.
+
+Non-finite floats (NaN, infinities) are not JSON: encoding them fails with a :class:`ValueError` naming the
+problem rather than sending something Java cannot parse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+#: Finish reasons, in the order of the Java enum ``FinishReason``.
+FINISH_REASONS: tuple[str, ...] = ("stop", "length", "abort", "error")
+
+
+def _require(d: Mapping[str, Any], key: str, what: str) -> Any:
+    if not isinstance(d, Mapping):
+        raise ValueError(f"{what}: expected a JSON object, got {type(d).__name__}")
+    if key not in d:
+        raise ValueError(f"{what}: missing key '{key}'")
+    return d[key]
+
+
+def _ints(values: Any, what: str) -> list[int]:
+    if not isinstance(values, list):
+        raise ValueError(f"{what}: expected a list of ints")
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"{what}[{i}]: expected an int, got {v!r}")
+        out.append(v)
+    return out
+
+
+def _floats(values: Any, what: str) -> list[float]:
+    if not isinstance(values, list):
+        raise ValueError(f"{what}: expected a list of numbers")
+    return [float(v) for v in values]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How one request is sampled: ``temperature`` 0 is greedy, ``top_p`` in (0, 1]."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                "seed": self.seed}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> SamplingParams:
+        return cls(max_tokens=int(_require(d, "max_tokens", "params")),
+                   temperature=float(d.get("temperature", 1.0)),
+                   top_p=float(d.get("top_p", 1.0)),
+                   seed=int(d.get("seed", 0)))
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One completion to generate for ``prompt_tokens``."""
+
+    request_id: str
+    prompt_tokens: list[int]
+    params: SamplingParams
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "prompt_tokens": list(self.prompt_tokens),
+                "params": self.params.to_wire()}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> GenerationRequest:
+        rid = str(_require(d, "request_id", "GenerationRequest"))
+        return cls(request_id=rid,
+                   prompt_tokens=_ints(_require(d, "prompt_tokens", "GenerationRequest"), f"{rid}.prompt_tokens"),
+                   params=SamplingParams.from_wire(_require(d, "params", "GenerationRequest")))
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    """When a request went through the engine's stages (epoch nanoseconds; 0 for a stage never reached)."""
+
+    arrival_epoch_nanos: int
+    scheduled_epoch_nanos: int = 0
+    first_token_epoch_nanos: int = 0
+    finish_epoch_nanos: int = 0
+    prefill_nanos: int = 0
+    decode_nanos: int = 0
+    preemptions: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> RequestStats:
+        return cls(**{f.name: int(d.get(f.name, 0)) for f in dataclasses.fields(cls)})
+
+    # latencies in seconds, with the Java RequestStats definitions
+    def time_in_queue(self) -> float:
+        until = self.finish_epoch_nanos if self.scheduled_epoch_nanos == 0 else self.scheduled_epoch_nanos
+        return (until - self.arrival_epoch_nanos) / 1e9
+
+    def time_to_first_token(self) -> float:
+        if self.first_token_epoch_nanos == 0:
+            return 0.0
+        return (self.first_token_epoch_nanos - self.arrival_epoch_nanos) / 1e9
+
+    def e2e(self) -> float:
+        return (self.finish_epoch_nanos - self.arrival_epoch_nanos) / 1e9
+
+    def prefill(self) -> float:
+        return self.prefill_nanos / 1e9
+
+    def decode(self) -> float:
+        return self.decode_nanos / 1e9
+
+    def inference(self) -> float:
+        return (self.prefill_nanos + self.decode_nanos) / 1e9
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """A finished request: its completion (EOS included when it stopped on it) and behaviour log-probs."""
+
+    request_id: str
+    prompt_tokens: list[int]
+    completion_tokens: list[int]
+    logprobs: list[float]
+    finish_reason: str
+    weight_version: int
+    stats: RequestStats
+    traced: bool = False
+    error: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "prompt_tokens": list(self.prompt_tokens),
+                "completion_tokens": list(self.completion_tokens), "logprobs": list(self.logprobs),
+                "finish_reason": self.finish_reason, "weight_version": self.weight_version,
+                "stats": self.stats.to_wire(), "traced": self.traced, "error": self.error}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> GenerationResult:
+        reason = str(_require(d, "finish_reason", "GenerationResult"))
+        if reason not in FINISH_REASONS:
+            raise ValueError(f"GenerationResult: unknown finish_reason '{reason}'")
+        return cls(request_id=str(_require(d, "request_id", "GenerationResult")),
+                   prompt_tokens=_ints(d.get("prompt_tokens", []), "prompt_tokens"),
+                   completion_tokens=_ints(d.get("completion_tokens", []), "completion_tokens"),
+                   logprobs=_floats(d.get("logprobs", []), "logprobs"),
+                   finish_reason=reason,
+                   weight_version=int(d.get("weight_version", -1)),
+                   stats=RequestStats.from_wire(d.get("stats", {})),
+                   traced=bool(d.get("traced", False)),
+                   error=d.get("error"))
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One scored completion; a batch is k groups of ``group_size`` consecutive trajectories."""
+
+    request_id: str
+    prompt: list[int]
+    completion: list[int]
+    logprobs: list[float]
+    reward: float
+    weight_version: int = 0
+    group_index: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "prompt": list(self.prompt), "completion": list(self.completion),
+                "logprobs": list(self.logprobs), "reward": self.reward, "weight_version": self.weight_version,
+                "group_index": self.group_index}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> Trajectory:
+        rid = str(_require(d, "request_id", "Trajectory"))
+        t = cls(request_id=rid,
+                prompt=_ints(_require(d, "prompt", "Trajectory"), f"{rid}.prompt"),
+                completion=_ints(_require(d, "completion", "Trajectory"), f"{rid}.completion"),
+                logprobs=_floats(_require(d, "logprobs", "Trajectory"), f"{rid}.logprobs"),
+                reward=float(_require(d, "reward", "Trajectory")),
+                weight_version=int(d.get("weight_version", 0)),
+                group_index=int(d.get("group_index", 0)))
+        if len(t.logprobs) != len(t.completion):
+            raise ValueError(f"Trajectory {rid}: {len(t.logprobs)} logprobs for {len(t.completion)} completion tokens")
+        return t
+
+
+@dataclass(frozen=True)
+class LogProbSummary:
+    """Mean per-token log-probs of a batch under the policy and the reference, and their k3 KL."""
+
+    policy: float
+    reference: float
+    kl: float
+    tokens: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> LogProbSummary:
+        return cls(float(d["policy"]), float(d["reference"]), float(d["kl"]), int(d["tokens"]))
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    """One GRPO update: the version of the weights after it, and what it measured."""
+
+    version: int
+    loss: float
+    kl: float
+    clip_fraction: float
+    mean_ratio: float
+    grad_norm: float
+    tokens: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> TrainOutcome:
+        return cls(int(d["version"]), float(d["loss"]), float(d["kl"]), float(d["clip_fraction"]),
+                   float(d["mean_ratio"]), float(d["grad_norm"]), int(d["tokens"]))
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """An engine's counters (totals since it started) and gauges (now)."""
+
+    finished: dict[str, int] = field(default_factory=lambda: {r: 0 for r in FINISH_REASONS})
+    preemptions: int = 0
+    running: int = 0
+    waiting: int = 0
+    kv_tokens_used: int = 0
+    kv_token_budget: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    spans_kept: int = 0
+    spans_sampled_out: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["finished"] = {r: int(self.finished.get(r, 0)) for r in FINISH_REASONS}
+        return d
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> EngineStats:
+        kw = {f.name: int(d.get(f.name, 0)) for f in dataclasses.fields(cls) if f.name != "finished"}
+        return cls(finished={r: int(d.get("finished", {}).get(r, 0)) for r in FINISH_REASONS}, **kw)
+
+
+@dataclass(frozen=True)
+class ExportStats:
+    """A process's span counts: ended (sampled spans ended), exported, failed, dropped."""
+
+    ended: int = 0
+    exported: int = 0
+    failed: int = 0
+    dropped: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> ExportStats:
+        return cls(**{f.name: int(d.get(f.name, 0)) for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The policy's architecture: a transformers family and its sizes."""
+
+    family: str
+    vocab_size: int
+    layers: int
+    hidden: int
+    heads: int
+    max_positions: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> ModelConfig:
+        family = str(_require(d, "family", "model"))
+        if family not in ("gpt2", "qwen2"):
+            raise ValueError(f"model.family: unknown family '{family}' (valid: gpt2, qwen2)")
+        c = cls(family=family, vocab_size=int(_require(d, "vocab_size", "model")),
+                layers=int(_require(d, "layers", "model")), hidden=int(_require(d, "hidden", "model")),
+                heads=int(_require(d, "heads", "model")), max_positions=int(_require(d, "max_positions", "model")))
+        for name in ("vocab_size", "layers", "hidden", "heads", "max_positions"):
+            if getattr(c, name) < 1:
+                raise ValueError(f"model.{name}: must be >= 1, got {getattr(c, name)}")
+        if c.hidden % c.heads != 0:
+            raise ValueError(f"model.hidden: {c.hidden} is not a multiple of heads {c.heads}")
+        return c
+
+
+@dataclass(frozen=True)
+class GenerationWorkerSpec:
+    """The generation worker's constructor argument."""
+
+    model: ModelConfig
+    seed: int
+    eos_token: int
+    model_name: str = "ravel-policy"
+    engine: str = "transformers"
+    max_running_requests: int = 64
+    device: str = "auto"
+
+    def to_wire(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["model"] = self.model.to_wire()
+        return d
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> GenerationWorkerSpec:
+        engine = str(d.get("engine", "transformers"))
+        if engine not in ("transformers", "vllm"):
+            raise ValueError(f"engine: unknown engine '{engine}' (valid: transformers, vllm)")
+        spec = cls(model=ModelConfig.from_wire(_require(d, "model", "GenerationWorkerSpec")),
+                   seed=int(d.get("seed", 0)), eos_token=int(_require(d, "eos_token", "GenerationWorkerSpec")),
+                   model_name=str(d.get("model_name", "ravel-policy")), engine=engine,
+                   max_running_requests=int(d.get("max_running_requests", 64)), device=_device(d))
+        if not 0 <= spec.eos_token < spec.model.vocab_size:
+            raise ValueError(f"eos_token: {spec.eos_token} is outside the vocabulary [0, {spec.model.vocab_size})")
+        if spec.max_running_requests < 1:
+            raise ValueError(f"max_running_requests: must be >= 1, got {spec.max_running_requests}")
+        return spec
+
+
+@dataclass(frozen=True)
+class GrpoSettings:
+    """The GRPO hyper-parameters the trainer needs (names as in the Java GrpoConfig)."""
+
+    group_size: int = 8
+    clip_epsilon: float = 0.2
+    kl_beta: float = 0.04
+    learning_rate: float = 0.03
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    temperature: float = 1.0
+    advantage_eps: float = 1e-6
+
+    def to_wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> GrpoSettings:
+        defaults = cls()
+        g = cls(group_size=int(d.get("group_size", defaults.group_size)),
+                **{f.name: float(d.get(f.name, getattr(defaults, f.name)))
+                   for f in dataclasses.fields(cls) if f.name != "group_size"})
+        if g.group_size < 1:
+            raise ValueError(f"grpo.group_size: must be >= 1, got {g.group_size}")
+        return g
+
+
+@dataclass(frozen=True)
+class TrainerSpec:
+    """The policy trainer's constructor argument."""
+
+    model: ModelConfig
+    seed: int
+    grpo: GrpoSettings
+    device: str = "auto"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"model": self.model.to_wire(), "seed": self.seed, "device": self.device,
+                "grpo": self.grpo.to_wire()}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> TrainerSpec:
+        return cls(model=ModelConfig.from_wire(_require(d, "model", "TrainerSpec")), seed=int(d.get("seed", 0)),
+                   grpo=GrpoSettings.from_wire(d.get("grpo", {})), device=_device(d))
+
+
+def _device(d: Mapping[str, Any]) -> str:
+    device = str(d.get("device", "auto"))
+    if device not in ("auto", "cpu", "cuda") and not device.startswith("cuda:"):
+        raise ValueError(f"device: unknown device '{device}' (valid: auto, cpu, cuda)")
+    return device
+
+
+# ---------------------------------------------------------------------------------------------- coding
+
+
+def to_wire(value: Any) -> Any:
+    """``value`` as JSON-ready data: dataclasses by their ``to_wire``, sequences and mappings recursively."""
+    if hasattr(value, "to_wire"):
+        return value.to_wire()
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): to_wire(v) for k, v in value.items()}
+    return value
+
+
+def encode_result(value: Any) -> bytes:
+    """The UTF-8 JSON bytes of ``value``'s wire form (strict JSON: no NaN or infinities)."""
+    try:
+        return json.dumps(to_wire(value), separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
+    except ValueError as e:
+        raise ValueError(f"result is not valid JSON (a NaN or infinite number?): {e}") from e
+
+
+def decode_args(args: str | bytes, refs: Sequence[Any] = ()) -> list[Any]:
+    """The positional arguments of a call: the JSON array ``args`` with each ``{"$ref": i}`` replaced by ``refs[i]``."""
+    decoded = json.loads(args) if args else []
+    if not isinstance(decoded, list):
+        raise ValueError(f"args: expected a JSON array, got {type(decoded).__name__}")
+
+    def resolve(v: Any) -> Any:
+        if isinstance(v, dict):
+            if set(v) == {"$ref"}:
+                i = v["$ref"]
+                if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(refs):
+                    raise ValueError(f"args: {{\"$ref\": {i!r}}} but the call has {len(refs)} ref(s)")
+                return refs[i]
+            return {k: resolve(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [resolve(x) for x in v]
+        return v
+
+    return [resolve(v) for v in decoded]
+
+
+def from_wire(tp: Any, value: Any) -> Any:
+    """``value`` (decoded JSON) as the type ``tp``: wire dataclasses, ``list[X]``, optionals and scalars."""
+    if tp is Any or tp is None:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        targs = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return from_wire(targs[0], value) if len(targs) == 1 else value
+    if origin in (list, Sequence):
+        (item,) = typing.get_args(tp) or (Any,)
+        if not isinstance(value, list):
+            raise ValueError(f"expected a JSON array for {tp}, got {type(value).__name__}")
+        return [from_wire(item, v) for v in value]
+    if isinstance(tp, type) and hasattr(tp, "from_wire"):
+        return tp.from_wire(value)
+    if tp is bytes:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        raise ValueError(f"expected bytes (an object reference), got {type(value).__name__}")
+    if tp in (int, float, str, bool):
+        if tp is int and isinstance(value, float) and value.is_integer():
+            return int(value)
+        if not isinstance(value, tp) and not (tp is float and isinstance(value, int)):
+            raise ValueError(f"expected {tp.__name__}, got {value!r}")
+        return tp(value)
+    return value

@@ -1,0 +1,184 @@
+"""The actor classes through their wire methods, as Java calls them (no Ray), and once under a local Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from ravel_workers import actors, policy
+from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
+from ravel_workers.wire import ModelConfig
+from support import TINY_MODEL, call, carrier, request, spans_of, trainer_spec, worker_spec
+
+
+@pytest.fixture
+def worker(make_telemetry):
+    w = GenerationWorkerImpl(json.dumps(worker_spec()), telemetry=make_telemetry("generation_worker"))
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def trainer(make_telemetry):
+    return PolicyTrainerImpl(json.dumps(trainer_spec()), telemetry=make_telemetry("policy_trainer"))
+
+
+def batch_of(worker, prompts, group=4, reward=lambda k, r: float(k % 2)):
+    """Generates ``group`` completions per prompt and scores them (by default: every other one rewarded)."""
+    reqs = [request(f"p{i}-g{j}", p, 4, 1.0, seed=i * group + j) for i, p in enumerate(prompts) for j in range(group)]
+    results = call(worker.generate, reqs)
+    return [{"request_id": r["request_id"], "prompt": r["prompt_tokens"], "completion": r["completion_tokens"],
+             "logprobs": r["logprobs"], "reward": reward(k, r), "weight_version": r["weight_version"],
+             "group_index": k // group} for k, r in enumerate(results)]
+
+
+def test_generate_and_generate_async(worker):
+    reqs = [request("a", [3, 10, 4, 12], seed=1), request("b", [1, 10, 1, 12], seed=2)]
+    results = call(worker.generate, reqs, carrier=carrier())
+    assert [r["request_id"] for r in results] == ["a", "b"]
+    single = call(worker.generate_async, reqs[0], carrier=carrier())
+    assert single["completion_tokens"] == results[0]["completion_tokens"]
+    stats = call(worker.engine_stats)
+    assert sum(stats["finished"].values()) == 3 and stats["prompt_tokens"] == 12
+    names = sorted(s["name"] for s in spans_of(worker.telemetry))
+    assert names == ["rl.worker.generate", "rl.worker.generate_async"]
+    exported = call(worker.flush_telemetry, 2000)
+    assert exported == call(worker.telemetry_stats) and exported["ended"] == 2 and exported["exported"] == 2
+
+
+def test_llm_request_spans_are_children_of_the_worker_span(make_telemetry):
+    t = make_telemetry("generation_worker", engine_tracing="true")
+    w = GenerationWorkerImpl(worker_spec(), telemetry=t)
+    try:
+        call(w.generate, [request("a", [1, 10, 2, 12])], carrier=carrier())
+        spans = {s["name"]: s for s in spans_of(t)}
+        assert spans["llm_request"]["parentSpanId"] == spans["rl.worker.generate"]["spanId"]
+    finally:
+        w.close()
+
+
+def test_update_weights_from_a_trainer_blob(worker, trainer):
+    batch = batch_of(worker, [[3, 10, 4, 12], [1, 10, 1, 12]])
+    outcome = call(trainer.train, batch)
+    assert outcome["version"] == 1 and outcome["tokens"] == sum(len(t["completion"]) for t in batch)
+    blob = trainer.weights(carrier(), "[]")
+    assert isinstance(blob, bytes) and policy.read_blob(blob)[0] == 1
+    assert call(worker.update_weights, {"$ref": 0}, refs=(blob,)) == 1
+    r = call(worker.generate, [request("x", [1, 10, 1, 12])])[0]
+    assert r["weight_version"] == 1
+
+
+def test_trainer_starts_from_the_workers_weights_and_logprobs_agree(worker, trainer):
+    batch = batch_of(worker, [[3, 10, 4, 12]])
+    summary = call(trainer.logprobs, batch)
+    tokens = sum(len(t["completion"]) for t in batch)
+    behaviour = sum(sum(t["logprobs"]) for t in batch) / tokens
+    assert summary["tokens"] == tokens
+    assert summary["policy"] == pytest.approx(behaviour, abs=1e-4)
+    assert summary["reference"] == pytest.approx(summary["policy"], abs=1e-6) and summary["kl"] == pytest.approx(0, abs=1e-9)
+
+
+def test_logprobs_cache_is_reused_by_the_following_train(worker, trainer):
+    batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]])
+    call(trainer.logprobs, batch)
+    assert trainer.reference_passes == 1
+    first = call(trainer.train, batch)
+    assert trainer.reference_passes == 1  # reused
+    assert first["mean_ratio"] == pytest.approx(1.0, abs=1e-4) and first["grad_norm"] > 0
+    second = call(trainer.train, batch)  # no logprobs call in between: computed afresh
+    assert trainer.reference_passes == 2 and second["version"] == 2
+    call(trainer.logprobs, batch)
+    call(trainer.train, list(reversed(batch[:4])) + batch[4:])  # other ids: not reused
+    assert trainer.reference_passes == 4
+    names = [s["name"] for s in spans_of(trainer.telemetry)]
+    assert names.count("rl.trainer.train") == 3 and names.count("rl.trainer.logprobs") == 2
+
+
+def test_train_rejects_a_batch_that_is_not_groups(trainer, worker):
+    batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]])
+    with pytest.raises(ValueError, match="multiple of group_size"):
+        call(trainer.train, batch[:3])
+    with pytest.raises(ValueError, match="does not share the prompt"):
+        call(trainer.train, batch[1:5] + batch[:1] + batch[5:])
+    assert trainer.version == 0
+    (span,) = [s for s in spans_of(trainer.telemetry) if s["name"] == "rl.trainer.train"][:1]
+    assert span["status"]["code"] == 2
+
+
+def test_frozen_reference_and_adamw(trainer, worker):
+    before = policy.state_dict_cpu(trainer.reference)
+    batch = batch_of(worker, [[3, 10, 4, 12]])
+    call(trainer.train, batch)
+    after = policy.state_dict_cpu(trainer.reference)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert not all(torch.equal(before[k], v) for k, v in policy.state_dict_cpu(trainer.model).items())
+    group = trainer.optimizer.param_groups[0]
+    assert group["betas"] == (0.9, 0.99) and group["eps"] == 1e-8 and group["lr"] == 0.01
+
+
+def test_checkpoint_is_written_atomically(trainer, tmp_path):
+    path = call(trainer.checkpoint, str(tmp_path / "ckpt"))
+    assert path == str((tmp_path / "ckpt" / "weights-v0.pt").absolute())
+    assert os.listdir(tmp_path / "ckpt") == ["weights-v0.pt"]
+    version, state = policy.read_blob(Path(path).read_bytes())
+    model = policy.build_model(ModelConfig(**TINY_MODEL), 7)
+    assert version == 0 and all(torch.equal(state[k], v) for k, v in policy.state_dict_cpu(model).items())
+
+
+def test_remote_classes_exist():
+    assert actors.GenerationWorker.__ray_metadata__.modified_class.__name__ == "GenerationWorkerImpl"
+    assert actors.PolicyTrainer.__ray_metadata__.modified_class.__name__ == "PolicyTrainerImpl"
+
+
+@pytest.mark.ray
+def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray")
+    # a local ray.init() would otherwise switch on token auth and write ~/.ray/auth_token, which every later
+    # `ray start` of this user then picks up; this test's cluster is on loopback and gone when it ends
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ray_dir = tempfile.mkdtemp(prefix="rv-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+                 _temp_dir=ray_dir, log_to_driver=False,
+                 runtime_env={"env_vars": {"RAVEL_TELEMETRY_RUN_ID": "ray-test", "RAVEL_TELEMETRY_EXPORTER": "file",
+                                           "RAVEL_TELEMETRY_RUNS_DIR": str(tmp_path / "runs"),
+                                           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"Ray could not start here: {e}")
+    try:
+        w = actors.GenerationWorker.options(max_concurrency=4, num_cpus=0).remote(json.dumps(worker_spec()))
+        t = actors.PolicyTrainer.options(num_cpus=0).remote(json.dumps(trainer_spec()))
+        c = carrier()
+        futures = [w.generate_async.remote(c, json.dumps([request(f"r{i}", [1, 10, i % 5, 12], seed=i)]))
+                   for i in range(8)]
+        results = [json.loads(r) for r in ray.get(futures, timeout=120)]
+        assert sorted(r["request_id"] for r in results) == [f"r{i}" for i in range(8)]
+        blob_ref = t.weights.remote(c, "[]")
+        assert json.loads(ray.get(w.update_weights.remote(c, json.dumps([{"$ref": 0}]), blob_ref), timeout=60)) == 0
+        stats = json.loads(ray.get(w.flush_telemetry.remote(c, "[5000]"), timeout=60))
+        assert stats["ended"] == 9 and stats["exported"] == 9
+        files = list((tmp_path / "runs" / "ray-test").glob("traces-generation_worker-*.jsonl"))
+        resource = json.loads(files[0].read_text().splitlines()[0])["resourceSpans"][0]["resource"]["attributes"]
+        keys = {a["key"] for a in resource}
+        assert {"ray.job.id", "ray.actor.id", "ray.node.id", "rl.process.role"} <= keys
+    finally:
+        ray.shutdown()
+        shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+def test_vllm_engine_needs_vllm(make_telemetry):
+    pytest.importorskip("torch")
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vLLM is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(RuntimeError, match="vLLM is not importable"):
+        GenerationWorkerImpl(worker_spec(engine="vllm"), telemetry=make_telemetry())
