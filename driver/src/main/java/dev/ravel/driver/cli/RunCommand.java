@@ -1,8 +1,10 @@
 package dev.ravel.driver.cli;
 
+import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
 import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.driver.grpo.RunVersions;
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
@@ -67,8 +69,9 @@ final class RunCommand implements Callable<Integer> {
         extra.put("telemetry", Map.of("exporter", config.telemetry().exporter().configName(),
             "preset", config.telemetry().preset().configName(), "driver", session.telemetry().stats().toString(),
             "actors", stringify(session.actorStats())));
+        extra.put("versions", RunVersions.of(RayHome.locate(System.getenv()).ravelHome()));
         RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
-            steps, config.flatten(), extra);
+            steps, config.resolved(), extra);
       }
     }
     double seconds = steps.stream().mapToDouble(StepMetrics::stepSeconds).sum();

@@ -405,6 +405,18 @@ public final class RunConfig {
     return out;
   }
 
+  /**
+   * The whole resolved configuration, telemetry included ({@code telemetry.<key>}, as the workers get it), for
+   * the run's record. Holds no secret: OTLP headers are not telemetry config keys.
+   */
+  public Map<String, Object> resolved() {
+    Map<String, Object> out = flatten();
+    String prefix = TelemetryConfig.ENV_PREFIX;
+    telemetry.toEnvironment().forEach((k, v) ->
+        out.put("telemetry." + k.substring(prefix.length()).toLowerCase(Locale.ROOT), v));
+    return out;
+  }
+
   /** GRPO training mode. */
   public enum Mode {
     SYNC, ASYNC;

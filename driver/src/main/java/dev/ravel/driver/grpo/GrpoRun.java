@@ -2,6 +2,7 @@ package dev.ravel.driver.grpo;
 
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.session.DriverSession;
+import dev.ravel.telemetry.spans.StepMetricNames;
 import dev.ravel.workers.collector.CollectorStats;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.model.CharTokenizer;
@@ -36,7 +37,9 @@ public final class GrpoRun {
 
   /** Creates the actors, runs every step and returns the history. */
   public List<StepMetrics> run() {
-    steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings);
+    StepLog log = new StepLog(session.config().runDir(),
+        session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE));
+    steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
     ModelWeights initial = ModelWeights.init(ModelSpec.tiny(tokenizer.vocabSize()), settings.seed());
     actors = GrpoActors.create(session, settings, initial, tokenizer.eos());
     TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir());

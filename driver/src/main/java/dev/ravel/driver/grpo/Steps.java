@@ -18,12 +18,20 @@ final class Steps {
   private final StepListener listener;
   private final GrpoSettings settings;
   private final List<StepMetrics> history = new ArrayList<>();
+  /** Null: steps are not logged (tests of the loops). */
+  private final StepLog log;
 
   /**
    * @param runContext the span current when the run started (a submitted job's {@code rl.job.run}), which
    *     each step links to; invalid when there is none
    */
   Steps(Spans spans, SpanContext runContext, StepListener listener, GrpoSettings settings) {
+    this(spans, runContext, listener, settings, null);
+  }
+
+  /** As above, each finished step also going to {@code log} (steps.jsonl and the run's step metrics). */
+  Steps(Spans spans, SpanContext runContext, StepListener listener, GrpoSettings settings, StepLog log) {
+    this.log = log;
     this.spans = spans;
     this.runContext = runContext;
     this.listener = listener;
@@ -56,7 +64,8 @@ final class Steps {
   StepMetrics finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls) {
     double elapsed = clock.elapsed();
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
-    StepMetrics m = new StepMetrics(step, settings.mode(), t.rewardMean(), t.outcome().kl(), t.outcome().loss(),
+    StepMetrics m = new StepMetrics(step, settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
+        t.outcome().loss(),
         t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
         s.spanContext().getTraceId());
@@ -64,6 +73,9 @@ final class Steps {
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge());
     history.add(m);
+    if (log != null) {
+      log.record(m);
+    }
     listener.onStep(m, settings.steps());
     return m;
   }

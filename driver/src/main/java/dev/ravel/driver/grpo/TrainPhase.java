@@ -35,7 +35,7 @@ final class TrainPhase {
   }
 
   /** What a step's update gave: the new weights (or their version) and the numbers the step reports. */
-  record Trained(TrainOutcome outcome, double rewardMean, long tokens, int trajectories) {}
+  record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories) {}
 
   /** Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups. */
   Trained train(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
@@ -54,7 +54,9 @@ final class TrainPhase {
           : Path.of(trainer.call(PolicyTrainer::checkpoint, Checkpoints.folder(runDir).toString()).get()));
     }
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
-    return new Trained(out, Arrays.stream(rewards).average().orElse(0), tokens, batch.size());
+    double mean = Arrays.stream(rewards).average().orElse(0);
+    double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
+    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size());
   }
 
   /** Groups of {@code groupSize} consecutive advantages that are all zero (equal rewards: no learning signal). */

@@ -51,7 +51,7 @@ final class ProgressTest {
   void onStep_showsTheThreeLargestPhasesLargestFirst() {
     Progress p = new Progress(out, false);
 
-    p.onStep(new StepMetrics(0, "sync", 0.1, 0.01, 0.02, 0, 10, 10, 3.5,
+    p.onStep(new StepMetrics(0, "sync", 0.1, 0.3, 0.01, 0.02, 0, 10, 10, 3.5,
         Map.of("refit", 0.1, "generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 1);
 
     assertThat(text()).contains("3.50s (generation 2.00s training 1.00s reward 0.40s)").doesNotContain("refit");
@@ -80,7 +80,7 @@ final class ProgressTest {
   }
 
   private static StepMetrics step(int i, double reward, double kl) {
-    return new StepMetrics(i, "sync", reward, kl, 0.05, 0.1, 128, 256, 1.5,
+    return new StepMetrics(i, "sync", reward, 0.3, kl, 0.05, 0.1, 128, 256, 1.5,
         Map.of("generation", 1.0, "training", 0.5), i, 64, 0, 40, "trace");
   }
 }

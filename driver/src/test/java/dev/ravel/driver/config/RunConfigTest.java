@@ -378,6 +378,19 @@ final class RunConfigTest {
   }
 
   @Test
+  void resolved_holdsEveryKeyTelemetryIncluded() {
+    RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "telemetry.preset=all", "telemetry.run_id=r-1"),
+        Map.of());
+
+    Map<String, Object> all = c.resolved();
+
+    assertThat(all).containsAllEntriesOf(c.flatten()).containsEntry("telemetry.preset", "all")
+        .containsEntry("telemetry.run_id", "r-1").containsKeys("telemetry.exporter", "telemetry.engine_sample_ratio");
+    assertThat(all.keySet().stream().filter(k -> k.startsWith("telemetry.")))
+        .hasSameSizeAs(dev.ravel.telemetry.config.TelemetryConfig.KEYS);
+  }
+
+  @Test
   void runtime_pythonForBoth_givesThePythonModel() {
     RunConfig c = RunConfig.load(null, List.of("generation.runtime=python", "trainer.runtime=python",
         "model.family=qwen2", "model.layers=3", "model.hidden=48", "model.heads=6"), Map.of());

@@ -125,7 +125,7 @@ final class RunSummaryTest {
   }
 
   private static StepMetrics step(int i, double reward, double seconds) {
-    return new StepMetrics(i, "sync", reward, 0.01, -0.02, 0.1, 128, 256.0, seconds,
+    return new StepMetrics(i, "sync", reward, 0.3, 0.01, -0.02, 0.1, 128, 256.0, seconds,
         Map.of("generation", 1.0, "training", 0.25), i, 64, 0, 40, "trace-" + i);
   }
 }

@@ -35,6 +35,24 @@ final class GrpoSyncIT {
   }
 
   @Test
+  void run_eachStepIsALineOfStepsJsonlAndTheRunsStepMetrics() throws Exception {
+    Path runDir = run.config().telemetry().runDir();
+    List<String> lines = java.nio.file.Files.readAllLines(runDir.resolve("steps.jsonl"));
+    assertThat(lines).hasSize(STEPS);
+    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+    for (int i = 0; i < STEPS; i++) {
+      com.fasterxml.jackson.databind.JsonNode line = json.readTree(lines.get(i));
+      assertThat(line.get("step").asInt()).isEqualTo(i);
+      assertThat(line.get("traceId").asText()).isEqualTo(run.steps().get(i).traceId());
+      assertThat(line.get("rewardMean").asDouble()).isEqualTo(run.steps().get(i).rewardMean());
+      assertThat(line.get("rewardStd").asDouble()).isBetween(0.0, 0.5);
+    }
+    // every trajectory trained on is counted in the run's own metrics, step by step
+    assertThat(dev.ravel.it.support.RunMetrics.counter(runDir, "driver", "rl.step.trajectories"))
+        .isEqualTo((long) STEPS * PROMPTS * GROUP);
+  }
+
+  @Test
   void run_coverageAndConnectednessAreComplete() {
     assertThat(run.traces().problems()).isEmpty();
     assertThat(run.traces().named("llm_request")).hasSize(STEPS * PROMPTS * GROUP);

@@ -31,7 +31,10 @@ public final class RunTraces {
     this.problems = List.copyOf(problems);
   }
 
-  /** Reads every {@code *.jsonl} file of {@code runDir}. */
+  /** The run's step log ({@code runs/<run-id>/steps.jsonl}, a line per step): in the run folder, not spans. */
+  public static final String STEP_LOG_FILE = "steps.jsonl";
+
+  /** Reads every {@code *.jsonl} file of {@code runDir} but the step log. */
   public static RunTraces readDir(Path runDir) {
     if (!Files.isDirectory(runDir)) {
       throw new IllegalArgumentException("no such run folder: " + runDir);
@@ -39,7 +42,8 @@ public final class RunTraces {
     List<SpanRecord> spans = new ArrayList<>();
     List<String> problems = new ArrayList<>();
     try (Stream<Path> files = Files.list(runDir)) {
-      for (Path f : files.filter(p -> p.toString().endsWith(".jsonl")).sorted().toList()) {
+      for (Path f : files.filter(p -> p.toString().endsWith(".jsonl"))
+          .filter(p -> !p.getFileName().toString().equals(STEP_LOG_FILE)).sorted().toList()) {
         readFile(f, spans, problems);
       }
     } catch (IOException e) {

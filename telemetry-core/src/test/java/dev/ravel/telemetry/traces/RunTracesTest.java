@@ -66,6 +66,17 @@ final class RunTracesTest {
   }
 
   @Test
+  void readDir_skipsTheStepLog() throws Exception {
+    Files.writeString(dir.resolve("traces-driver-1.jsonl"), COLLECTOR_LINE + "\n");
+    Files.writeString(dir.resolve(RunTraces.STEP_LOG_FILE), "{\"step\":0,\"rewardMean\":0.1}\n");
+
+    RunTraces t = RunTraces.readDir(dir);
+
+    assertThat(t.problems()).isEmpty();
+    assertThat(t.spans()).hasSize(1);
+  }
+
+  @Test
   void readDir_skipsMetricLinesAndNonJsonlFiles() throws Exception {
     Files.writeString(dir.resolve("metrics-driver-1.jsonl"), "{\"resourceMetrics\":[]}\n");
     Files.writeString(dir.resolve("run.json"), "{\"not\":\"spans\"}");

@@ -5,12 +5,13 @@ import java.io.InputStream;
 import java.util.Properties;
 
 /** Ravel's version, from the build ({@code ravel-version.properties}, filtered by Maven). */
-final class RavelVersion {
+public final class RavelVersion {
   private static final String UNKNOWN = "unknown";
 
   private RavelVersion() {}
 
-  static String get() {
+  /** The version, or {@code unknown} when the build did not say. */
+  public static String get() {
     try (InputStream in = RavelVersion.class.getResourceAsStream("ravel-version.properties")) {
       if (in == null) {
         return UNKNOWN;

@@ -1,0 +1,98 @@
+package dev.ravel.driver.grpo;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.StepMetricNames;
+import dev.ravel.telemetry.traces.RunTraces;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.metrics.DoubleGauge;
+import io.opentelemetry.api.metrics.DoubleHistogram;
+import io.opentelemetry.api.metrics.LongCounter;
+import io.opentelemetry.api.metrics.Meter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A run's steps as they end, for people watching it: one JSON line per step appended to
+ * {@code runs/<run-id>/steps.jsonl} (the {@link StepMetrics} of {@code run.json}'s {@code step_metrics}, so a
+ * crashed run keeps its curves), and the run's step metrics ({@link StepMetricNames}) in its OpenTelemetry
+ * metrics. Telemetry never breaks a step: a failure to record is logged once and the step goes on.
+ */
+final class StepLog {
+  /** The file in the run folder. */
+  static final String FILE = RunTraces.STEP_LOG_FILE;
+  private static final Logger LOG = LoggerFactory.getLogger(StepLog.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final Path file;
+  private final DoubleGauge rewardMean;
+  private final DoubleGauge rewardStd;
+  private final DoubleGauge kl;
+  private final DoubleGauge loss;
+  private final DoubleGauge clipFraction;
+  private final DoubleGauge tokensPerSecond;
+  private final DoubleHistogram duration;
+  private final DoubleHistogram phaseDuration;
+  private final LongCounter trajectories;
+  private boolean warned;
+
+  StepLog(Path runDir, Meter meter) {
+    this.file = runDir.resolve(FILE);
+    this.rewardMean = meter.gaugeBuilder(StepMetricNames.REWARD_MEAN).setDescription("mean reward of the step").build();
+    this.rewardStd = meter.gaugeBuilder(StepMetricNames.REWARD_STD)
+        .setDescription("standard deviation of the step's rewards").build();
+    this.kl = meter.gaugeBuilder(StepMetricNames.KL).setDescription("k3 KL to the reference policy").build();
+    this.loss = meter.gaugeBuilder(StepMetricNames.LOSS).setDescription("GRPO loss of the update").build();
+    this.clipFraction = meter.gaugeBuilder(StepMetricNames.CLIP_FRACTION)
+        .setDescription("share of tokens whose ratio was clipped").build();
+    this.tokensPerSecond = meter.gaugeBuilder(StepMetricNames.TOKENS_PER_SECOND).setUnit("{token}/s")
+        .setDescription("generated tokens per second of generation").build();
+    this.duration = meter.histogramBuilder(StepMetricNames.DURATION).setUnit("s")
+        .setDescription("wall time of the step").build();
+    this.phaseDuration = meter.histogramBuilder(StepMetricNames.PHASE_DURATION).setUnit("s")
+        .setDescription("wall time of a span group of the step").build();
+    this.trajectories = meter.counterBuilder(StepMetricNames.TRAJECTORIES).setUnit("{trajectory}")
+        .setDescription("trajectories trained on (used) or dropped as too old").build();
+  }
+
+  /** Appends the step's line and records its metrics. */
+  void record(StepMetrics m) {
+    try {
+      Files.createDirectories(file.getParent());
+      Files.write(file, (JSON.writeValueAsString(m) + "\n").getBytes(StandardCharsets.UTF_8),
+          StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
+    } catch (IOException | RuntimeException e) {
+      warnOnce("could not append step " + m.step() + " to " + file, e);
+    }
+    try {
+      Attributes step = Attributes.of(RavelAttributes.STEP, (long) m.step(), RavelAttributes.ALGORITHM_MODE, m.mode());
+      rewardMean.set(m.rewardMean(), step);
+      rewardStd.set(m.rewardStd(), step);
+      kl.set(m.kl(), step);
+      loss.set(m.loss(), step);
+      clipFraction.set(m.clipFraction(), step);
+      tokensPerSecond.set(m.tokensPerSecond(), step);
+      duration.record(m.stepSeconds(), step);
+      for (Map.Entry<String, Double> p : m.phases().entrySet()) {
+        phaseDuration.record(p.getValue(), step.toBuilder().put(StepMetricNames.PHASE, p.getKey()).build());
+      }
+      trajectories.add(m.trajectories(), step.toBuilder().put(StepMetricNames.TRAJECTORY_STATE, "used").build());
+      trajectories.add(m.droppedForAge(), step.toBuilder().put(StepMetricNames.TRAJECTORY_STATE, "dropped").build());
+    } catch (RuntimeException e) {
+      warnOnce("could not record the metrics of step " + m.step(), e);
+    }
+  }
+
+  private void warnOnce(String what, Exception e) {
+    if (!warned) {
+      warned = true;
+      LOG.warn("{}: {} (later failures are not logged)", what, e.toString());
+    }
+  }
+}

@@ -1,0 +1,39 @@
+package dev.ravel.telemetry.spans;
+
+import io.opentelemetry.api.common.AttributeKey;
+
+/**
+ * The names of a run's per-step metrics, recorded by the driver as each step ends (so a metrics backend plots
+ * a run's curves while it runs), in one place. Every one carries {@link RavelAttributes#STEP} and
+ * {@link RavelAttributes#ALGORITHM_MODE}; the run is the resource's {@code rl.run.id}.
+ */
+public final class StepMetricNames {
+  private StepMetricNames() {}
+
+  /** Instrumentation scope of the driver's step metrics. */
+  public static final String INSTRUMENTATION_SCOPE = "dev.ravel.driver.grpo";
+
+  /** Gauge: the mean reward of the step's trajectories. */
+  public static final String REWARD_MEAN = "rl.step.reward.mean";
+  /** Gauge: the population standard deviation of the step's rewards. */
+  public static final String REWARD_STD = "rl.step.reward.std";
+  /** Gauge: the k3 estimate of KL(policy || reference) of the step's update. */
+  public static final String KL = "rl.step.kl";
+  /** Gauge: the GRPO loss of the step's update. */
+  public static final String LOSS = "rl.step.loss";
+  /** Gauge: the share of tokens whose importance ratio was clipped. */
+  public static final String CLIP_FRACTION = "rl.step.clip_fraction";
+  /** Gauge, {@code {token}/s}: generated tokens per second of generation (of the step when it generated none). */
+  public static final String TOKENS_PER_SECOND = "rl.step.tokens_per_second";
+  /** Histogram, seconds: the step's wall time. */
+  public static final String DURATION = "rl.step.duration";
+  /** Histogram, seconds, with {@link #PHASE}: the wall time of each span group of the step. */
+  public static final String PHASE_DURATION = "rl.step.phase.duration";
+  /** Counter, {@code {trajectory}}, with {@link #TRAJECTORY_STATE}: trajectories trained on or dropped for age. */
+  public static final String TRAJECTORIES = "rl.step.trajectories";
+
+  /** The span group a {@link #PHASE_DURATION} point is for ({@code generation}, {@code training}, ...). */
+  public static final AttributeKey<String> PHASE = AttributeKey.stringKey("rl.phase");
+  /** {@code used} or {@code dropped}, on {@link #TRAJECTORIES}. */
+  public static final AttributeKey<String> TRAJECTORY_STATE = AttributeKey.stringKey("rl.trajectory.state");
+}
