@@ -8,6 +8,7 @@ import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceSourceException;
 import dev.ravel.telemetry.view.HtmlWaterfall;
+import dev.ravel.telemetry.view.PerfettoTrace;
 import dev.ravel.telemetry.view.RunView;
 import dev.ravel.telemetry.view.StepView;
 import dev.ravel.telemetry.view.TerminalWaterfall;
@@ -44,6 +45,11 @@ final class TraceCommand implements Callable<Integer> {
   @Option(names = "--html", paramLabel = "FILE", description = "Write the step's waterfall as one HTML file (default step: the last).")
   Path html;
 
+  @Option(names = "--perfetto", paramLabel = "FILE",
+      description = "Write the whole run as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): a track per"
+          + " process, a slice per span, an arrow per span link.")
+  Path perfetto;
+
   @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
   Path runsDir;
 
@@ -69,6 +75,14 @@ final class TraceCommand implements Callable<Integer> {
     };
     if (spans == null) {
       return 1;
+    }
+    if (perfetto != null) {
+      Files.writeString(perfetto, PerfettoTrace.render(spans), StandardCharsets.UTF_8);
+      System.out.println("wrote " + perfetto.toAbsolutePath() + " (" + spans.size() + " spans of run " + runId
+          + "; open it in ui.perfetto.dev)");
+      if (step == null && html == null) {
+        return 0;
+      }
     }
     RunView run = RunView.of(spans);
     boolean tty = System.console() != null && !plain;

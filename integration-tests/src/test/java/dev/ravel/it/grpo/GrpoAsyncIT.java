@@ -45,6 +45,21 @@ final class GrpoAsyncIT {
   }
 
   @Test
+  void perfetto_everyStepsLinkToItsProducersIsAFlowArrow() throws Exception {
+    com.fasterxml.jackson.databind.JsonNode root = new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(dev.ravel.telemetry.view.PerfettoTrace.render(run.traces().spans()));
+    java.util.Map<Long, java.util.List<String>> flows = new java.util.HashMap<>();
+    for (com.fasterxml.jackson.databind.JsonNode e : root.get("traceEvents")) {
+      String ph = e.get("ph").asText();
+      if (ph.equals("s") || ph.equals("f")) {
+        flows.computeIfAbsent(e.get("id").asLong(), k -> new java.util.ArrayList<>()).add(ph);
+      }
+    }
+    assertThat(flows).hasSize(STEPS * PROMPTS * GROUP)
+        .allSatisfy((id, phases) -> assertThat(phases).containsExactlyInAnyOrder("s", "f"));
+  }
+
+  @Test
   void collector_generationNestsUnderTheDriverStepThatPublishedTheWeights() {
     List<SpanRecord> generations = run.traces().named("rl.grpo.generation");
     assertThat(generations).isNotEmpty().allSatisfy(g -> {

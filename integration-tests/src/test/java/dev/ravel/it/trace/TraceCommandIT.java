@@ -54,6 +54,31 @@ final class TraceCommandIT {
   }
 
   @Test
+  void trace_perfettoWritesTheWholeRunAsTraceEvents() throws Exception {
+    Path out = dir.resolve("run.perfetto.json");
+    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--perfetto", out.toString());
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).contains("wrote " + out);
+    com.fasterxml.jackson.databind.JsonNode root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.toFile());
+    java.util.List<com.fasterxml.jackson.databind.JsonNode> slices = new java.util.ArrayList<>();
+    java.util.Set<String> processes = new java.util.HashSet<>();
+    for (com.fasterxml.jackson.databind.JsonNode e : root.get("traceEvents")) {
+      if (e.get("ph").asText().equals("X")) {
+        slices.add(e);
+      } else if (e.get("ph").asText().equals("M") && e.get("name").asText().equals("process_name")) {
+        processes.add(e.get("args").get("name").asText());
+      }
+    }
+    assertThat(slices).hasSize(run.traces().spans().size()).allSatisfy(e -> {
+      assertThat(e.get("ts").isNumber() && e.get("dur").isNumber()).isTrue();
+      assertThat(e.get("pid").asInt()).isPositive();
+      assertThat(e.get("tid").asInt()).isPositive();
+    });
+    assertThat(processes).containsExactlyInAnyOrderElementsOf(
+        run.traces().spans().stream().map(dev.ravel.telemetry.traces.SpanRecord::process).distinct().toList());
+  }
+
+  @Test
   void runs_listsTheRun() throws Exception {
     RavelCommand.Result r = ravel("runs", "--runs-dir", runs.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
