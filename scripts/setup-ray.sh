@@ -40,4 +40,6 @@ if [ -n "${RAVEL_RAY_VENV:-}" ] && [ -z "${RAVEL_RAY_VERSION:-}" ] && [ -x "$VEN
   exit 0
 fi
 
-ravel_install_venv setup-ray "$VENV" "$WANT" "3.9 3.10 3.11 3.12" "$CHECK"
+# the Python workers need Python 3.10 or later
+if [ "$PYTHON_WORKERS" != 0 ]; then PYTHONS="3.10 3.11 3.12"; else PYTHONS="3.9 3.10 3.11 3.12"; fi
+ravel_install_venv setup-ray "$VENV" "$WANT" "$PYTHONS" "$CHECK"

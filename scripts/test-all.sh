@@ -14,8 +14,9 @@ COMPAT_RAY_VERSION=2.39.0
 # the virtualenvs are chosen by version here, never by an inherited RAVEL_RAY_VENV
 unset RAVEL_RAY_VENV RAVEL_RAY_JAR
 RAY_VERSION="${RAVEL_RAY_VERSION:-$(sed -n 's/^DEFAULT_RAY_VERSION=//p' "$ROOT/scripts/setup-ray.sh")}"
-RAY_VENV="$(RAVEL_RAY_VERSION="$RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
-COMPAT_VENV="$(RAVEL_RAY_VERSION="$COMPAT_RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
+# the Python workers' dependencies (PyTorch, ...) go into the default Ray's virtualenv only, whatever is exported
+RAY_VENV="$(RAVEL_PYTHON_WORKERS=1 RAVEL_RAY_VERSION="$RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
+COMPAT_VENV="$(RAVEL_PYTHON_WORKERS=0 RAVEL_RAY_VERSION="$COMPAT_RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
 ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
 RAVEL_JAEGER_BIN="$("$ROOT/scripts/setup-jaeger.sh")"
 RAVEL_CHROMIUM="$("$ROOT/scripts/setup-browser.sh")"

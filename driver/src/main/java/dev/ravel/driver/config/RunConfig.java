@@ -261,6 +261,12 @@ public final class RunConfig {
     for (String key : List.of("generation.num_gpus", "trainer.num_gpus")) {
       range(key, 0, 1024, true);
     }
+    for (String role : List.of("generation", "trainer")) {
+      if (string(role + ".device").equals("cuda") && number(role + ".num_gpus") == 0) {
+        throw new ConfigException(role + ".device", "cuda needs " + role + ".num_gpus > 0: Ray shows an actor only"
+            + " the GPUs it asked for (auto uses CUDA when the actor has a GPU)");
+      }
+    }
     if (generation.equals(RUNTIME_JAVA)) {
       if (!engine.equals("transformers")) {
         throw new ConfigException("generation.engine", engine + " runs in Python workers: set generation.runtime"

@@ -36,6 +36,8 @@ import java.util.List;
 final class GrpoActors {
   /** Replay-buffer and collector calls served at once (takes, pushes and stats overlap). */
   private static final int SERVICE_CONCURRENCY = 4;
+  /** How long the run waits for its actors to start (a Python actor imports PyTorch; a GPU may be busy). */
+  private static final long READY_TIMEOUT_MS = 600_000L;
   /** The most generate calls a collector keeps in flight. */
   private static final int MAX_COLLECTOR_IN_FLIGHT = 64;
 
@@ -102,11 +104,6 @@ final class GrpoActors {
     return actors;
   }
 
-  /** Whether the trainer keeps its weights (a Python trainer): then it also writes its own checkpoints. */
-  boolean trainerKeepsWeights() {
-    return trainer.isPython();
-  }
-
   private void awaitReady() {
     List<RavelRef<?>> ready = new ArrayList<>();
     workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
@@ -116,7 +113,17 @@ final class GrpoActors {
       ready.add(buffer.call(ReplayBuffer::stats));
       ready.add(collector.call(TrajectoryCollector::stats));
     }
-    ready.forEach(RavelRef::get);
+    long deadline = System.nanoTime() + READY_TIMEOUT_MS * 1_000_000L;
+    for (RavelRef<?> r : ready) {
+      long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
+      try {
+        r.get(left);
+      } catch (io.ray.api.exception.RayTimeoutException e) {
+        throw new IllegalStateException("the run's actors were not up within " + READY_TIMEOUT_MS / 1000 + " s: Ray"
+            + " could not place them (do the cluster's nodes have the CPUs and GPUs asked for? generation.num_gpus,"
+            + " trainer.num_gpus) or they are still starting", e);
+      }
+    }
   }
 
   /**

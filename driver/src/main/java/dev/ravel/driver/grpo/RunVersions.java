@@ -40,7 +40,10 @@ public final class RunVersions {
       return UNKNOWN;
     }
     String status = git(home, "status", "--porcelain", "--untracked-files=no");
-    return status == null || status.isEmpty() ? head : head + "-dirty";
+    if (status == null) {
+      return head + " (changes unknown)";
+    }
+    return status.isEmpty() ? head : head + "-dirty";
   }
 
   private static String git(Path home, String... args) {
@@ -49,20 +52,31 @@ public final class RunVersions {
     cmd[1] = "-C";
     cmd[2] = home.toString();
     System.arraycopy(args, 0, cmd, 3, args.length);
+    Path out = null;
     try {
-      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      // the output goes to a file, so a long listing cannot fill a pipe while we wait
+      out = Files.createTempFile("ravel-git", ".out");
+      Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile())
+          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
       p.getOutputStream().close();
       if (!p.waitFor(5, TimeUnit.SECONDS)) {
         p.destroyForcibly();
         return null;
       }
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-      return p.exitValue() == 0 ? out : null;
+      return p.exitValue() == 0 ? Files.readString(out, StandardCharsets.UTF_8).trim() : null;
     } catch (IOException e) {
       return null;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return null;
+    } finally {
+      if (out != null) {
+        try {
+          Files.deleteIfExists(out);
+        } catch (IOException e) {
+          // a temporary file left behind
+        }
+      }
     }
   }
 }

@@ -71,7 +71,9 @@ final class StepLog {
       warnOnce("could not append step " + m.step() + " to " + file, e);
     }
     try {
-      Attributes step = Attributes.of(RavelAttributes.STEP, (long) m.step(), RavelAttributes.ALGORITHM_MODE, m.mode());
+      // labelled by mode only: a label per step would start a new series on every instrument each step (time is
+      // the step axis; steps.jsonl has the step numbers)
+      Attributes step = Attributes.of(RavelAttributes.ALGORITHM_MODE, m.mode());
       rewardMean.set(m.rewardMean(), step);
       rewardStd.set(m.rewardStd(), step);
       kl.set(m.kl(), step);

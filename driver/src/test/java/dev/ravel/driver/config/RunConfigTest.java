@@ -457,6 +457,20 @@ final class RunConfigTest {
   }
 
   @Test
+  void device_cudaWithoutGpus_isRejectedBeforeRayStarts() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python",
+        "trainer.runtime=python", "trainer.device=cuda"), Map.of()), "trainer.device");
+    assertThat(e.getMessage()).contains("trainer.num_gpus");
+  }
+
+  @Test
+  void model_qwen2WithAnOddHeadSize_isRejected() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python",
+        "trainer.runtime=python", "model.family=qwen2", "model.hidden=36", "model.heads=4"), Map.of()), "model.hidden");
+    assertThat(e.getMessage()).contains("even");
+  }
+
+  @Test
   void device_unknown_isRejected() {
     assertConfigError(() -> RunConfig.load(null, List.of("generation.device=tpu"), Map.of()), "generation.device");
   }

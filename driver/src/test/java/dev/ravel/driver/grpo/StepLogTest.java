@@ -48,7 +48,7 @@ final class StepLogTest {
   }
 
   @Test
-  void record_recordsTheStepsMetricsLabelledWithTheStep() {
+  void record_recordsTheStepsMetricsLabelledWithTheMode() {
     InMemoryMetricReader reader = InMemoryMetricReader.create();
     SdkMeterProvider provider = SdkMeterProvider.builder().registerMetricReader(reader).build();
     StepLog log = new StepLog(runDir, provider.get(StepMetricNames.INSTRUMENTATION_SCOPE));
@@ -58,12 +58,14 @@ final class StepLogTest {
 
     Collection<MetricData> metrics = reader.collectAllMetrics();
     MetricData reward = only(metrics, StepMetricNames.REWARD_MEAN);
-    assertThat(reward.getDoubleGaugeData().getPoints()).hasSize(2).anySatisfy(p -> {
-      assertThat(p.getAttributes().get(AttributeKey.longKey("rl.step"))).isEqualTo(1L);
+    // one series per instrument and label set, whatever the number of steps: the latest step's value
+    assertThat(reward.getDoubleGaugeData().getPoints()).singleElement().satisfies(p -> {
+      assertThat(p.getAttributes().get(AttributeKey.longKey("rl.step"))).isNull();
       assertThat(p.getAttributes().get(AttributeKey.stringKey("rl.mode"))).isEqualTo("async");
       assertThat(p.getValue()).isEqualTo(0.3);
     });
-    assertThat(only(metrics, StepMetricNames.PHASE_DURATION).getHistogramData().getPoints()).hasSize(4)
+    assertThat(only(metrics, StepMetricNames.PHASE_DURATION).getHistogramData().getPoints()).hasSize(2)
+        .allSatisfy(p -> assertThat(p.getCount()).isEqualTo(2))
         .anySatisfy(p -> assertThat(p.getAttributes().get(StepMetricNames.PHASE)).isEqualTo("generation"));
     long dropped = only(metrics, StepMetricNames.TRAJECTORIES).getLongSumData().getPoints().stream()
         .filter(p -> "dropped".equals(p.getAttributes().get(StepMetricNames.TRAJECTORY_STATE)))
@@ -73,7 +75,8 @@ final class StepLogTest {
         .mapToLong(p -> p.getValue()).sum();
     assertThat(dropped).isEqualTo(4);
     assertThat(used).isEqualTo(512);
-    assertThat(only(metrics, StepMetricNames.DURATION).getHistogramData().getPoints()).hasSize(2);
+    assertThat(only(metrics, StepMetricNames.DURATION).getHistogramData().getPoints()).singleElement()
+        .satisfies(p -> assertThat(p.getSum()).isEqualTo(1.5 + 2.5));
   }
 
   @Test

@@ -4,8 +4,9 @@ import io.opentelemetry.api.common.AttributeKey;
 
 /**
  * The names of a run's per-step metrics, recorded by the driver as each step ends (so a metrics backend plots
- * a run's curves while it runs), in one place. Every one carries {@link RavelAttributes#STEP} and
- * {@link RavelAttributes#ALGORITHM_MODE}; the run is the resource's {@code rl.run.id}.
+ * a run's curves while it runs), in one place. Every one carries {@link RavelAttributes#ALGORITHM_MODE}, not
+ * the step (a series per step would grow without bound): each export holds the latest step's values, and
+ * {@code steps.jsonl} has the step numbers. The run is the resource's {@code rl.run.id}.
  */
 public final class StepMetricNames {
   private StepMetricNames() {}

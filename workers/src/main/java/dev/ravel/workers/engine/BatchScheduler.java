@@ -81,17 +81,41 @@ final class BatchScheduler {
     publishedWaiting = waiting.size() + arriving;
   }
 
-  /** One scheduler iteration over {@code arrivals} (in order) and the queued and running requests. */
+  /**
+   * One scheduler iteration over {@code arrivals} (in order) and the queued and running requests. The requests
+   * that end in it are finished (their results completed) after the counts are published, so a caller that has
+   * its results never sees them as still running; also when the step fails.
+   */
   void step(List<Sequence> arrivals) {
-    applyModelUpdate();
-    for (Sequence s : arrivals) {
-      intake(s);
+    try {
+      applyModelUpdate();
+      for (Sequence s : arrivals) {
+        intake(s);
+      }
+      admit();
+      if (!running.isEmpty()) {
+        decode();
+      }
+    } finally {
+      publish();
+      finishPending();
     }
-    admit();
-    if (!running.isEmpty()) {
-      decode();
+  }
+
+  /** A request that ended in this step: out of the running batch and the queue, finished when the step ends. */
+  private record Ended(Sequence sequence, FinishReason reason, String error) {}
+
+  private final List<Ended> ended = new ArrayList<>();
+
+  private void finishAfterStep(Sequence s, FinishReason reason, String error) {
+    ended.add(new Ended(s, reason, error));
+  }
+
+  private void finishPending() {
+    for (Ended e : ended) {
+      telemetry.finish(e.sequence(), e.reason(), e.error());
     }
-    publish();
+    ended.clear();
   }
 
   /**
@@ -142,13 +166,13 @@ final class BatchScheduler {
     int[] prompt = s.request.promptRef();
     for (int i = 0; i < prompt.length; i++) {
       if (prompt[i] >= vocab) {
-        telemetry.finish(s, FinishReason.ERROR, "promptTokens: token " + prompt[i] + " at index " + i
+        finishAfterStep(s, FinishReason.ERROR, "promptTokens: token " + prompt[i] + " at index " + i
             + " is outside the model's vocabulary of " + vocab + " tokens");
         return;
       }
     }
     if (s.promptLength + 1 > budget) {
-      telemetry.finish(s, FinishReason.ERROR, promptTooLarge(s));
+      finishAfterStep(s, FinishReason.ERROR, promptTooLarge(s));
       return;
     }
     waiting.addLast(s);
@@ -177,7 +201,7 @@ final class BatchScheduler {
         it.remove();
         s.held = before;
         release(s);
-        telemetry.finish(s, FinishReason.ERROR, "model failed recomputing after a weight update: " + e);
+        finishAfterStep(s, FinishReason.ERROR, "model failed recomputing after a weight update: " + e);
       } catch (Error e) {
         // still running, for drain(): it must release what the budget counts for it
         s.held = before;
@@ -193,9 +217,9 @@ final class BatchScheduler {
       if (need > budget) {
         waiting.pollFirst();
         if (s.generated() == 0) {
-          telemetry.finish(s, FinishReason.ERROR, promptTooLarge(s));
+          finishAfterStep(s, FinishReason.ERROR, promptTooLarge(s));
         } else {
-          telemetry.finish(s, FinishReason.LENGTH, null);
+          finishAfterStep(s, FinishReason.LENGTH, null);
         }
         continue;
       }
@@ -212,7 +236,7 @@ final class BatchScheduler {
       } catch (RuntimeException e) {
         s.cache = null;
         s.held = 0;
-        telemetry.finish(s, FinishReason.ERROR, "model failed in prefill: " + e);
+        finishAfterStep(s, FinishReason.ERROR, "model failed in prefill: " + e);
         continue;
       } catch (Error e) {
         // the scheduler thread dies of this; put the request back where it was, so that drain() returns
@@ -256,7 +280,7 @@ final class BatchScheduler {
       } catch (RuntimeException e) {
         it.remove();
         release(s);
-        telemetry.finish(s, FinishReason.ERROR, "sampling failed: " + e.getMessage());
+        finishAfterStep(s, FinishReason.ERROR, "sampling failed: " + e.getMessage());
         continue;
       }
       long now = clock.getAsLong();
@@ -271,7 +295,7 @@ final class BatchScheduler {
       if (done != null) {
         it.remove();
         release(s);
-        telemetry.finish(s, done, null);
+        finishAfterStep(s, done, null);
       }
     }
     // feed each sampled token; preempt the most recently admitted requests when the budget is full
@@ -281,7 +305,7 @@ final class BatchScheduler {
         // even alone it could not grow: it has reached the engine's capacity
         running.remove(i--);
         release(s);
-        telemetry.finish(s, FinishReason.LENGTH, null);
+        finishAfterStep(s, FinishReason.LENGTH, null);
         continue;
       }
       boolean evictedSelf = false;
@@ -301,7 +325,7 @@ final class BatchScheduler {
       } catch (RuntimeException e) {
         running.remove(i--);
         release(s);
-        telemetry.finish(s, FinishReason.ERROR, "model failed in decode: " + e);
+        finishAfterStep(s, FinishReason.ERROR, "model failed in decode: " + e);
         continue;
       }
       s.held++;

@@ -33,6 +33,10 @@ public record PythonModel(String family, int vocabSize, int layers, int hidden, 
     if (hidden % heads != 0) {
       throw new IllegalArgumentException("hidden: " + hidden + " is not a multiple of heads (" + heads + ")");
     }
+    if (family.equals("qwen2") && (hidden / heads) % 2 != 0) {
+      throw new IllegalArgumentException("hidden: qwen2's rotary embedding needs an even size per head, got "
+          + hidden + " / " + heads + " = " + hidden / heads);
+    }
   }
 
   private static void positive(String name, int v) {
