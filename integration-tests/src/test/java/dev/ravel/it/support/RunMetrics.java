@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 
 /** Reads counters back from a run's OTLP JSON Lines metrics files ({@code metrics-<role>-<pid>.jsonl}). */
@@ -22,10 +23,24 @@ public final class RunMetrics {
     try (Stream<Path> files = Files.list(runDir)) {
       for (Path f : files.filter(p -> p.getFileName().toString().startsWith("metrics-" + role + "-")).toList()) {
         long last = 0;
-        for (String line : Files.readAllLines(f)) {
+        String text = Files.readString(f);
+        List<String> lines = text.lines().toList();
+        for (int i = 0; i < lines.size(); i++) {
+          String line = lines.get(i);
           long sum = 0;
           boolean found = false;
-          for (JsonNode rm : JSON.readTree(line).path("resourceMetrics")) {
+          JsonNode root;
+          try {
+            root = JSON.readTree(line);
+          } catch (IOException e) {
+            if (i == lines.size() - 1 && !text.endsWith("\n")) {
+              // a write torn when Ray killed the worker at the head's stop: the exit hook's repeat of the
+              // cumulative values the session's own flush already wrote on the line before
+              break;
+            }
+            throw e;
+          }
+          for (JsonNode rm : root.path("resourceMetrics")) {
             for (JsonNode sm : rm.path("scopeMetrics")) {
               for (JsonNode m : sm.path("metrics")) {
                 if (m.path("name").asText().equals(name)) {
