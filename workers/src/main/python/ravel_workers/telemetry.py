@@ -71,6 +71,20 @@ def _sdk_version() -> str:
 # ---------------------------------------------------------------------------------------------- config
 
 
+def _attributes(name: str, text: str) -> tuple[tuple[str, str], ...]:
+    """``key=value,key=value`` with %-encoded values, as ``TelemetryConfig.toEnvironment`` writes them."""
+    out: list[tuple[str, str]] = []
+    for i, part in enumerate(text.split(",")):
+        part = part.strip()
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"{name}: entry {i + 1} is not of the form key=value")
+        out.append((key.strip(), urllib.parse.unquote(value.strip())))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class TelemetrySettings:
     """The run's telemetry config as ``RAVEL_TELEMETRY_*`` carries it (the Java ``TelemetryConfig``)."""
@@ -84,6 +98,7 @@ class TelemetrySettings:
     exporter_setting: str = "file"
     run_id: str = ""
     service_name: str = "ravel"
+    resource_attributes: tuple[tuple[str, str], ...] = ()
     runs_dir: str = "runs"
     shutdown_timeout_ms: int = 10_000
 
@@ -129,6 +144,7 @@ class TelemetrySettings:
                    engine_tracing_setting=boolean("ENGINE_TRACING", None), engine_sample_ratio=ratio,
                    engine_slow_request_ms=number("ENGINE_SLOW_REQUEST_MS", 2000, int), exporter_setting=exporter,
                    run_id=get("RUN_ID") or "", service_name=get("SERVICE_NAME") or "ravel",
+                   resource_attributes=_attributes(ENV_PREFIX + "RESOURCE_ATTRIBUTES", get("RESOURCE_ATTRIBUTES") or ""),
                    runs_dir=get("RUNS_DIR") or "runs",
                    shutdown_timeout_ms=number("SHUTDOWN_TIMEOUT_MS", 10_000, int))
 
@@ -225,7 +241,7 @@ def parse_headers(raw: str) -> dict[str, str]:
         name, eq, value = part.partition("=")
         if not eq or not name.strip():
             raise ValueError(f"{OTLP_PREFIX}HEADERS: entry {i + 1} is not of the form key=value")
-        out[name.strip().lower()] = urllib.parse.unquote_plus(value.strip())
+        out[name.strip().lower()] = urllib.parse.unquote(value.strip())
     return out
 
 
@@ -443,7 +459,8 @@ class ProcessTelemetry:
         self._counts = _Counts()
         self._closed = False
         self._lock = threading.Lock()
-        attrs: dict[str, Any] = {
+        attrs: dict[str, Any] = dict(settings.resource_attributes)  # the user's first: Ravel's own keys win
+        attrs |= {
             "telemetry.sdk.language": "python",
             "telemetry.sdk.name": "opentelemetry",
             "telemetry.sdk.version": _sdk_version(),

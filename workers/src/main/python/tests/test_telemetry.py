@@ -102,11 +102,11 @@ def test_dropped_spans_are_counted(tmp_path):
 
 def test_otlp_settings_from_the_worker_environment(tmp_path):
     headers = tmp_path / "headers"
-    headers.write_text("Authorization=Bearer%20abc,x-tenant=t+1\n")
+    headers.write_text("Authorization=Bearer%20abc,x-tenant=t%201,x-key=a+b%2Bc\n")  # as OtlpSettings writes them
     c = OtlpConfig.from_env({"RAVEL_OTLP_ENDPOINT": "https://collector:4317", "RAVEL_OTLP_PROTOCOL": "grpc",
                              "RAVEL_OTLP_HEADERS_FILE": str(headers), "RAVEL_OTLP_TIMEOUT": "2500",
                              "RAVEL_OTLP_COMPRESSION": "gzip", "RAVEL_OTLP_CERTIFICATE": ""})
-    assert c.headers == {"authorization": "Bearer abc", "x-tenant": "t 1"}
+    assert c.headers == {"authorization": "Bearer abc", "x-tenant": "t 1", "x-key": "a+b+c"}  # '+' is literal
     assert (c.endpoint, c.timeout_ms, c.gzip, c.certificate) == ("https://collector:4317", 2500, True, None)
     assert "Bearer" not in repr(c)
     assert OtlpConfig.from_env({"RAVEL_OTLP_PROTOCOL": "http/protobuf"}).endpoint == "http://127.0.0.1:4318/v1/traces"
@@ -202,3 +202,14 @@ def test_failed_export_is_counted(tmp_path):
     t.flush(5_000)
     assert t.stats().failed == 1 and t.stats().exported == 0
     t.shutdown()
+
+
+def test_resource_carries_the_runs_resource_attributes_below_ravels_own(make_telemetry):
+    t = make_telemetry("policy_trainer",
+                       resource_attributes="deployment.environment.name=staging,team=rl%20infra%2Cgpu")
+    attrs = dict(t.resource.attributes)
+    assert attrs["deployment.environment.name"] == "staging"
+    assert attrs["team"] == "rl infra,gpu"
+    assert attrs["rl.run.id"] == "test-run" and attrs["service.name"] == "ravel-test"
+    with pytest.raises(ValueError, match="RAVEL_TELEMETRY_RESOURCE_ATTRIBUTES"):
+        settings(resource_attributes="a=1,novalue")

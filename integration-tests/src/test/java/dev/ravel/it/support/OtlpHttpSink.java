@@ -3,7 +3,11 @@ package dev.ravel.it.support;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
+import io.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+import io.opentelemetry.proto.metrics.v1.Metric;
+import io.opentelemetry.proto.metrics.v1.ResourceMetrics;
+import io.opentelemetry.proto.metrics.v1.ScopeMetrics;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
 import io.opentelemetry.proto.common.v1.KeyValue;
 import io.opentelemetry.proto.trace.v1.ResourceSpans;
@@ -13,20 +17,24 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 
 /**
  * An OTLP/HTTP traces receiver on 127.0.0.1 that decodes each protobuf {@code ExportTraceServiceRequest}
- * and keeps its spans: where a test needs to see exactly which process exported what, to which endpoint.
+ * and keeps its spans, and each {@code ExportMetricsServiceRequest}'s metric names: where a test needs to see
+ * exactly which process exported what, to which endpoint.
  */
 public final class OtlpHttpSink implements AutoCloseable {
   private final HttpServer server;
   private final String scheme;
   private final AtomicInteger requests = new AtomicInteger();
   private final List<Received> spans = new CopyOnWriteArrayList<>();
+  private final List<ReceivedMetric> metrics = new CopyOnWriteArrayList<>();
   private final List<String> authorizations = new CopyOnWriteArrayList<>();
 
   public OtlpHttpSink() throws IOException {
@@ -47,10 +55,28 @@ public final class OtlpHttpSink implements AutoCloseable {
       requests.incrementAndGet();
       String auth = exchange.getRequestHeaders().getFirst("Authorization");
       authorizations.add(auth == null ? "" : auth);
+      if (exchange.getRequestURI().getPath().endsWith("/v1/metrics")) {
+        try (InputStream in = exchange.getRequestBody()) {
+          ExportMetricsServiceRequest req = ExportMetricsServiceRequest.parseFrom(in.readAllBytes());
+          for (ResourceMetrics rm : req.getResourceMetricsList()) {
+            Map<String, String> resource = attrs(rm.getResource().getAttributesList());
+            for (ScopeMetrics sm : rm.getScopeMetricsList()) {
+              for (Metric m : sm.getMetricsList()) {
+                metrics.add(new ReceivedMetric(exchange.getRequestURI().getPath(), resource, m.getName()));
+              }
+            }
+          }
+          exchange.sendResponseHeaders(200, -1);
+        } catch (IOException | RuntimeException e) {
+          exchange.sendResponseHeaders(400, -1);
+        } finally {
+          exchange.close();
+        }
+        return;
+      }
       if (!exchange.getRequestURI().getPath().endsWith("/v1/traces")) {
-        // other signals (metrics): accepted, not decoded; an empty body is an empty protobuf response
         exchange.getRequestBody().readAllBytes();
-        exchange.sendResponseHeaders(200, -1);
+        exchange.sendResponseHeaders(404, -1);
         exchange.close();
         return;
       }
@@ -59,12 +85,13 @@ public final class OtlpHttpSink implements AutoCloseable {
         for (ResourceSpans rs : req.getResourceSpansList()) {
           String role = attr(rs.getResource().getAttributesList(), "rl.process.role");
           String service = attr(rs.getResource().getAttributesList(), "service.name");
+          Map<String, String> resource = attrs(rs.getResource().getAttributesList());
           for (ScopeSpans ss : rs.getScopeSpansList()) {
             for (Span s : ss.getSpansList()) {
               spans.add(new Received(exchange.getRequestURI().getPath(), service, role, s.getName(),
                   HexFormat.of().formatHex(s.getTraceId().toByteArray()),
                   HexFormat.of().formatHex(s.getSpanId().toByteArray()),
-                  HexFormat.of().formatHex(s.getParentSpanId().toByteArray())));
+                  HexFormat.of().formatHex(s.getParentSpanId().toByteArray()), resource));
             }
           }
         }
@@ -84,6 +111,16 @@ public final class OtlpHttpSink implements AutoCloseable {
   private static String attr(List<KeyValue> kvs, String key) {
     return kvs.stream().filter(kv -> kv.getKey().equals(key)).map(kv -> kv.getValue().getStringValue())
         .findFirst().orElse("");
+  }
+
+  private static Map<String, String> attrs(List<KeyValue> kvs) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (KeyValue kv : kvs) {
+      var v = kv.getValue();
+      out.put(kv.getKey(), v.hasStringValue() ? v.getStringValue() : v.hasIntValue() ? Long.toString(v.getIntValue())
+          : v.toString().trim());
+    }
+    return out;
   }
 
   public int port() {
@@ -108,6 +145,11 @@ public final class OtlpHttpSink implements AutoCloseable {
     return List.copyOf(spans);
   }
 
+  /** Each metric of each OTLP metrics request received, with the request's path and resource. */
+  public List<ReceivedMetric> metrics() {
+    return List.copyOf(metrics);
+  }
+
   @Override
   public void close() {
     server.stop(0);
@@ -115,5 +157,8 @@ public final class OtlpHttpSink implements AutoCloseable {
 
   /** A received span. */
   public record Received(String path, String service, String role, String name, String traceId, String spanId,
-      String parentSpanId) {}
+      String parentSpanId, Map<String, String> resource) {}
+
+  /** A received metric (its points are not kept). */
+  public record ReceivedMetric(String path, Map<String, String> resource, String name) {}
 }

@@ -31,8 +31,13 @@ public final class TelemetryConfig {
   /** The YAML keys of the section, in the order they are documented. */
   public static final List<String> KEYS = List.of(
       "enabled", "preset", "span_groups", "engine_tracing", "engine_sample_ratio",
-      "engine_slow_request_ms", "exporter", "run_id", "service_name", "runs_dir", "env_passthrough",
-      "shutdown_timeout_ms");
+      "engine_slow_request_ms", "exporter", "run_id", "service_name", "resource_attributes", "runs_dir",
+      "env_passthrough", "shutdown_timeout_ms");
+
+  /** The OpenTelemetry variable that names the service when {@code telemetry.service_name} is not set. */
+  public static final String OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME";
+  /** The OpenTelemetry variable whose {@code key=value} pairs join every process's resource. */
+  public static final String OTEL_RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES";
 
   private static final Pattern RUN_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
@@ -46,6 +51,7 @@ public final class TelemetryConfig {
   private final ExporterKind exporter;
   private final String runId;
   private final String serviceName;
+  private final Map<String, String> resourceAttributes;
   private final Path runsDir;
   private final List<String> envPassthrough;
   private final Duration shutdownTimeout;
@@ -61,6 +67,7 @@ public final class TelemetryConfig {
     this.exporter = b.exporter;
     this.runId = b.runId;
     this.serviceName = b.serviceName;
+    this.resourceAttributes = Collections.unmodifiableMap(new LinkedHashMap<>(b.resourceAttributes));
     this.runsDir = b.runsDir.toAbsolutePath().normalize();
     this.envPassthrough = List.copyOf(b.envPassthrough);
     this.shutdownTimeout = b.shutdownTimeout;
@@ -94,6 +101,7 @@ public final class TelemetryConfig {
     b.exporter = exporter;
     b.runId = runId;
     b.serviceName = serviceName;
+    b.resourceAttributes = new LinkedHashMap<>(resourceAttributes);
     b.runsDir = runsDir;
     b.envPassthrough = new ArrayList<>(envPassthrough);
     b.shutdownTimeout = shutdownTimeout;
@@ -104,6 +112,11 @@ public final class TelemetryConfig {
    * Reads the {@code telemetry:} section of a run config (YAML already parsed into maps, lists and
    * scalars), then applies {@code RAVEL_TELEMETRY_<KEY>} overrides from {@code env}. An empty
    * environment value counts as unset. Unknown keys and invalid values fail with the key named.
+   *
+   * <p>The standard OpenTelemetry variables are honoured beneath Ravel's own: with no
+   * {@code service_name} set, {@code OTEL_SERVICE_NAME} names the service, else a {@code service.name} in
+   * {@code OTEL_RESOURCE_ATTRIBUTES}; the other pairs of {@code OTEL_RESOURCE_ATTRIBUTES} join the resource,
+   * below any {@code resource_attributes} of the same key.
    */
   public static TelemetryConfig fromMap(Map<String, ?> section, Map<String, String> env) {
     Map<String, Object> values = new LinkedHashMap<>();
@@ -126,7 +139,32 @@ public final class TelemetryConfig {
       }
     }
     Builder b = builder();
+    String otelAttributes = env.get(OTEL_RESOURCE_ATTRIBUTES);
+    Map<String, String> fromOtel = otelAttributes == null || otelAttributes.isEmpty()
+        ? new LinkedHashMap<>() : parseAttributes(OTEL_RESOURCE_ATTRIBUTES, otelAttributes);
+    String otelService = fromOtel.remove("service.name");
+    String otelServiceName = env.get(OTEL_SERVICE_NAME);
+    if (otelServiceName != null && !otelServiceName.isEmpty()) {
+      otelService = otelServiceName;
+      b.origin("service_name", OTEL_SERVICE_NAME);
+    } else if (otelService != null) {
+      b.origin("service_name", OTEL_RESOURCE_ATTRIBUTES);
+    }
+    if (otelService != null) {
+      b.serviceName(otelService);
+    }
+    if (!fromOtel.isEmpty()) {
+      b.resourceAttributes(fromOtel);
+      b.origin("resource_attributes", OTEL_RESOURCE_ATTRIBUTES);
+    }
     for (Map.Entry<String, Object> e : values.entrySet()) {
+      if (e.getKey().equals("resource_attributes") && !fromOtel.isEmpty()) {
+        Map<String, String> merged = new LinkedHashMap<>(fromOtel);
+        merged.putAll(attributes(origin.get("resource_attributes"), e.getValue()));
+        b.resourceAttributes(merged);
+        b.origin("resource_attributes", origin.get("resource_attributes"));
+        continue;
+      }
       apply(b, e.getKey(), origin.get(e.getKey()), e.getValue());
     }
     return b.build();
@@ -147,6 +185,7 @@ public final class TelemetryConfig {
       case "exporter" -> b.exporter(ExporterKind.parse(where, Values.string(where, value)));
       case "run_id" -> b.runId(Values.string(where, value));
       case "service_name" -> b.serviceName(Values.string(where, value));
+      case "resource_attributes" -> b.resourceAttributes(attributes(where, value));
       case "runs_dir" -> b.runsDir(Path.of(Values.string(where, value)));
       case "env_passthrough" -> b.envPassthrough(Values.list(where, value));
       case "shutdown_timeout_ms" -> b.shutdownTimeout(Duration.ofMillis(Values.longValue(where, value)));
@@ -170,6 +209,7 @@ public final class TelemetryConfig {
     env.put(ENV_PREFIX + "EXPORTER", exporter.configName());
     env.put(ENV_PREFIX + "RUN_ID", runId);
     env.put(ENV_PREFIX + "SERVICE_NAME", serviceName);
+    env.put(ENV_PREFIX + "RESOURCE_ATTRIBUTES", encodeAttributes(resourceAttributes));
     env.put(ENV_PREFIX + "RUNS_DIR", runsDir.toString());
     env.put(ENV_PREFIX + "ENV_PASSTHROUGH", String.join(",", envPassthrough));
     env.put(ENV_PREFIX + "SHUTDOWN_TIMEOUT_MS", Long.toString(shutdownTimeout.toMillis()));
@@ -220,6 +260,14 @@ public final class TelemetryConfig {
     return serviceName;
   }
 
+  /**
+   * Resource attributes every process of the run adds (from {@code telemetry.resource_attributes} and
+   * {@code OTEL_RESOURCE_ATTRIBUTES}); Ravel's own ({@code service.name}, {@code rl.*}) are not among them.
+   */
+  public Map<String, String> resourceAttributes() {
+    return resourceAttributes;
+  }
+
   /** The folder that holds one folder per run ({@code runs/}), absolute. */
   public Path runsDir() {
     return runsDir;
@@ -244,7 +292,8 @@ public final class TelemetryConfig {
   public String toString() {
     return "TelemetryConfig{enabled=" + enabled + ", preset=" + preset.configName() + ", groups=" + groups
         + ", engineTracing=" + engineTracing + ", engineSampleRatio=" + engineSampleRatio + ", exporter="
-        + exporter.configName() + ", runId=" + runId + ", serviceName=" + serviceName + ", runsDir=" + runsDir
+        + exporter.configName() + ", runId=" + runId + ", serviceName=" + serviceName + ", resourceAttributes=" + resourceAttributes
+        + ", runsDir=" + runsDir
         + ", envPassthrough=" + envPassthrough + "}";
   }
 
@@ -256,6 +305,33 @@ public final class TelemetryConfig {
   @Override
   public int hashCode() {
     return toEnvironment().hashCode();
+  }
+
+  /** A YAML map of attributes, or {@code key=value} pairs separated by commas (values %-encoded). */
+  private static Map<String, String> attributes(String where, Object value) {
+    if (value instanceof Map<?, ?> m) {
+      Map<String, String> out = new LinkedHashMap<>();
+      for (Map.Entry<?, ?> e : m.entrySet()) {
+        Object v = e.getValue();
+        if (v instanceof Map || v instanceof Collection || v == null) {
+          throw new ConfigException(where + "." + e.getKey(), "must be a string, number or boolean");
+        }
+        out.put(String.valueOf(e.getKey()), String.valueOf(v));
+      }
+      return out;
+    }
+    return parseAttributes(where, Values.string(where, value));
+  }
+
+  static Map<String, String> parseAttributes(String where, String text) {
+    return Values.pairs(where, text);
+  }
+
+  private static String encodeAttributes(Map<String, String> attributes) {
+    return attributes.entrySet().stream()
+        .map(e -> e.getKey() + "=" + java.net.URLEncoder.encode(e.getValue(), java.nio.charset.StandardCharsets.UTF_8)
+            .replace("+", "%20"))
+        .collect(Collectors.joining(","));
   }
 
   /** A new run id: {@code yyyyMMdd-HHmmss-xxxx}, sortable by start time. */
@@ -275,6 +351,7 @@ public final class TelemetryConfig {
     private ExporterKind exporter = ExporterKind.FILE;
     private String runId;
     private String serviceName = "ravel";
+    private Map<String, String> resourceAttributes = new LinkedHashMap<>();
     private Path runsDir = Path.of("runs");
     private List<String> envPassthrough = new ArrayList<>();
     private Duration shutdownTimeout = Duration.ofSeconds(10);
@@ -337,6 +414,12 @@ public final class TelemetryConfig {
       return this;
     }
 
+    /** Attributes every process adds to its resource; keys {@code service.name} and {@code rl.*} are Ravel's. */
+    public Builder resourceAttributes(Map<String, String> attributes) {
+      this.resourceAttributes = new LinkedHashMap<>(Objects.requireNonNull(attributes, "resourceAttributes"));
+      return this;
+    }
+
     public Builder runsDir(Path runsDir) {
       this.runsDir = Objects.requireNonNull(runsDir, "runsDir");
       return this;
@@ -371,6 +454,18 @@ public final class TelemetryConfig {
       }
       if (serviceName == null || serviceName.isBlank()) {
         throw new ConfigException(key("service_name"), "must not be empty");
+      }
+      for (String k : resourceAttributes.keySet()) {
+        if (k.isBlank() || k.contains(",") || k.contains("=")) {
+          throw new ConfigException(key("resource_attributes"), "'" + k + "' is not a valid attribute key");
+        }
+        if (k.equals("service.name")) {
+          throw new ConfigException(key("resource_attributes"), "service.name is set by telemetry.service_name");
+        }
+        if (k.startsWith("rl.") || k.equals("process.pid")) {
+          throw new ConfigException(key("resource_attributes"), "'" + k
+              + "' is set by Ravel for every process (keys under rl.* and process.pid are reserved)");
+        }
       }
       List<String> names = new ArrayList<>();
       for (String n : envPassthrough) {

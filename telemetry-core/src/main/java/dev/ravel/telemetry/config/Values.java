@@ -9,6 +9,35 @@ import java.util.Locale;
 public final class Values {
   private Values() {}
 
+  /**
+   * {@code key=value} pairs separated by commas, as {@code OTEL_RESOURCE_ATTRIBUTES} and
+   * {@code OTEL_EXPORTER_OTLP_HEADERS} spell them: keys and values trimmed, values percent-decoded ({@code +}
+   * stays {@code +}), blank entries skipped, later keys win. Errors name the entry by position and never
+   * print a value (it may be a secret).
+   */
+  public static java.util.LinkedHashMap<String, String> pairs(String key, String text) {
+    java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
+    String[] parts = text.split(",");
+    for (int i = 0; i < parts.length; i++) {
+      String part = parts[i].trim();
+      if (part.isEmpty()) {
+        continue;
+      }
+      int eq = part.indexOf('=');
+      if (eq <= 0 || part.substring(0, eq).isBlank()) {
+        throw new ConfigException(key, "entry " + (i + 1) + " is not of the form key=value");
+      }
+      String name = part.substring(0, eq).trim();
+      try {
+        out.put(name, java.net.URLDecoder.decode(part.substring(eq + 1).trim().replace("+", "%2B"),
+            java.nio.charset.StandardCharsets.UTF_8));
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException(key, "entry " + (i + 1) + " (" + name + ") has a malformed %-escape");
+      }
+    }
+    return out;
+  }
+
   public static String string(String key, Object value) {
     if (value instanceof String s) {
       return s;

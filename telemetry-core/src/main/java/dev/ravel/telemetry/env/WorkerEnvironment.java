@@ -47,6 +47,22 @@ public final class WorkerEnvironment {
       "OTEL_EXPORTER_OTLP_ENDPOINT",
       "OTEL_EXPORTER_OTLP_PROTOCOL",
       "OTEL_EXPORTER_OTLP_HEADERS",
+      "OTEL_EXPORTER_OTLP_CERTIFICATE",
+      "OTEL_EXPORTER_OTLP_TIMEOUT",
+      "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+      "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+      "OTEL_EXPORTER_OTLP_COMPRESSION",
+      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+      "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+      "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE",
+      "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+      "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY",
+      "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE",
+      "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+      "OTEL_METRICS_EXPORTER",
+      "OTEL_SERVICE_NAME",
+      "OTEL_RESOURCE_ATTRIBUTES",
       "OTEL_TRACES_EXPORTER",
       "OTEL_TRACES_SAMPLER",
       "OTEL_TRACES_SAMPLER_ARG");
@@ -56,6 +72,8 @@ public final class WorkerEnvironment {
 
   /** Names the file that holds the OTLP headers, instead of the headers themselves. */
   public static final String HEADERS_FILE = OtlpSettings.WORKER_PREFIX + "HEADERS_FILE";
+  /** Names the file that holds the OTLP metrics headers. */
+  public static final String METRICS_HEADERS_FILE = OtlpSettings.WORKER_METRICS_PREFIX + "HEADERS_FILE";
 
   private final Map<String, String> variables;
   private final Map<Path, String> secretFiles;
@@ -84,20 +102,19 @@ public final class WorkerEnvironment {
     Map<Path, String> files = new LinkedHashMap<>();
     if (config.exporter().usesOtlp() || config.engineTracing()) {
       vars.putAll(otlp.toWorkerEnvironment());
-      String headers = vars.remove(OtlpSettings.WORKER_PREFIX + "HEADERS");
-      if (headers != null && !headers.isEmpty()) {
-        // Ray keeps a runtime env in its control store and serves it back (dashboard, job list):
-        // the headers travel as an owner-only file named by the environment, not as a value in it
-        Path file = config.runDir().resolve(".secrets").resolve("otlp-headers");
-        files.put(file, headers);
-        vars.put(HEADERS_FILE, file.toString());
-      }
+      // Ray keeps a runtime env in its control store and serves it back (dashboard, job list):
+      // the headers travel as an owner-only file named by the environment, not as a value in it
+      headersToFile(vars, files, OtlpSettings.WORKER_PREFIX, config.runDir().resolve(".secrets").resolve("otlp-headers"));
+      headersToFile(vars, files, OtlpSettings.WORKER_METRICS_PREFIX,
+          config.runDir().resolve(".secrets").resolve("otlp-metrics-headers"));
     }
     if (config.engineTracing() && config.exporter().usesOtlp()) {
       vars.putAll(otlp.toTracesEnvironment());
       vars.put(OtlpSettings.TRACES_PREFIX + "HEADERS", ""); // masked: values stay out of Ray-stored environments
       // the engine's own sampler decides per request; its exporter follows the caller's decision
       vars.put("OTEL_TRACES_SAMPLER", "parentbased_always_on");
+      // the engine's resource carries the run's own attributes (its service name stays its own)
+      vars.put(TelemetryConfig.OTEL_RESOURCE_ATTRIBUTES, config.toEnvironment().get(TelemetryConfig.ENV_PREFIX + "RESOURCE_ATTRIBUTES"));
     }
     for (String name : config.envPassthrough()) {
       if (MASKED.contains(name) || (isTelemetryVariable(name) && !name.startsWith(OTEL_PREFIX))) {
@@ -111,6 +128,14 @@ public final class WorkerEnvironment {
       }
     }
     return new WorkerEnvironment(vars, files);
+  }
+
+  private static void headersToFile(Map<String, String> vars, Map<Path, String> files, String prefix, Path file) {
+    String headers = vars.remove(prefix + "HEADERS");
+    if (headers != null && !headers.isEmpty()) {
+      files.put(file, headers);
+      vars.put(prefix + "HEADERS_FILE", file.toString());
+    }
   }
 
   /**

@@ -3,7 +3,6 @@ package dev.ravel.telemetry.otlp;
 import dev.ravel.telemetry.config.ConfigException;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,17 +30,28 @@ import java.util.Optional;
  * Resolution happens once, at driver start; each error names the variable it came from. The resolved
  * values travel to workers explicitly ({@link #toWorkerEnvironment()}). Header values are secret: they
  * appear in no message and in no {@link #toString()}.
+ *
+ * <p>Metrics are resolved by the same rules from {@code OTEL_EXPORTER_OTLP_METRICS_*} and the generic
+ * variables ({@code v1/metrics} appended to a generic http endpoint) into {@link #metrics()}, which is empty
+ * when {@code OTEL_METRICS_EXPORTER=none}.
  */
 public final class OtlpSettings {
   /** Prefix of the signal-specific variables. */
   public static final String TRACES_PREFIX = "OTEL_EXPORTER_OTLP_TRACES_";
   /** Prefix of the generic variables. */
   public static final String GENERIC_PREFIX = "OTEL_EXPORTER_OTLP_";
+  /** Prefix of the metrics-specific variables. */
+  public static final String METRICS_PREFIX = "OTEL_EXPORTER_OTLP_METRICS_";
   /** Prefix under which resolved settings travel to workers. */
   public static final String WORKER_PREFIX = "RAVEL_OTLP_";
+  /** Prefix under which resolved metrics settings travel to workers. */
+  public static final String WORKER_METRICS_PREFIX = WORKER_PREFIX + "METRICS_";
+  /** The OpenTelemetry variable that turns OTLP metrics off ({@code none}); {@code otlp} is the default. */
+  public static final String METRICS_EXPORTER = "OTEL_METRICS_EXPORTER";
 
   static final String DEFAULT_GRPC_ENDPOINT = "http://127.0.0.1:4317";
   static final String DEFAULT_HTTP_ENDPOINT = "http://127.0.0.1:4318/v1/traces";
+  static final String DEFAULT_HTTP_METRICS_ENDPOINT = "http://127.0.0.1:4318/v1/metrics";
   static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
 
   private final URI endpoint;
@@ -53,9 +63,11 @@ public final class OtlpSettings {
   private final Duration timeout;
   private final boolean gzip;
   private final boolean endpointConfigured;
+  private final OtlpSettings metrics;
 
   private OtlpSettings(URI endpoint, OtlpProtocol protocol, Map<String, String> headers, Path certificate,
-      Path clientKey, Path clientCertificate, Duration timeout, boolean gzip, boolean endpointConfigured) {
+      Path clientKey, Path clientCertificate, Duration timeout, boolean gzip, boolean endpointConfigured,
+      OtlpSettings metrics) {
     this.endpoint = endpoint;
     this.protocol = protocol;
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(headers));
@@ -65,27 +77,54 @@ public final class OtlpSettings {
     this.timeout = timeout;
     this.gzip = gzip;
     this.endpointConfigured = endpointConfigured;
+    this.metrics = metrics;
   }
 
   /** Resolves the standard {@code OTEL_EXPORTER_OTLP_*} variables of {@code env}. */
   public static OtlpSettings resolve(Map<String, String> env) {
-    return resolve(new Source(env, TRACES_PREFIX, GENERIC_PREFIX));
+    OtlpSettings traces = resolve(new Source(env, TRACES_PREFIX, GENERIC_PREFIX), Signal.TRACES, null);
+    OtlpSettings metrics = null;
+    String exporter = env.get(METRICS_EXPORTER);
+    String e = exporter == null ? "" : exporter.trim().toLowerCase(Locale.ROOT);
+    if (e.isEmpty() || e.equals("otlp")) {
+      metrics = resolve(new Source(env, METRICS_PREFIX, GENERIC_PREFIX), Signal.METRICS, null);
+    } else if (!e.equals("none")) {
+      throw new ConfigException(METRICS_EXPORTER, "Ravel exports metrics over OTLP or not at all (valid: otlp, none), got '"
+          + exporter + "'");
+    }
+    return traces.withMetrics(metrics);
+  }
+
+  private OtlpSettings withMetrics(OtlpSettings m) {
+    return new OtlpSettings(endpoint, protocol, headers, certificate, clientKey, clientCertificate, timeout, gzip,
+        endpointConfigured, m);
   }
 
   /** Reads back settings that a driver resolved and passed with {@link #toWorkerEnvironment()}. */
   public static OtlpSettings fromWorkerEnvironment(Map<String, String> env) {
-    String file = env.get(WORKER_PREFIX + "HEADERS_FILE");
-    if (file != null && !file.isEmpty()) {
-      Map<String, String> withHeaders = new LinkedHashMap<>(env);
-      try {
-        withHeaders.put(WORKER_PREFIX + "HEADERS", Files.readString(Path.of(file), StandardCharsets.UTF_8).trim());
-      } catch (java.io.IOException | RuntimeException e) {
-        throw new ConfigException(WORKER_PREFIX + "HEADERS_FILE", "cannot read " + file
-            + " (on a multi-node cluster the run folder must be on storage every node sees): " + e.getMessage());
-      }
-      return resolve(new Source(withHeaders, WORKER_PREFIX, null));
+    Map<String, String> withHeaders = new LinkedHashMap<>(env);
+    readHeadersFile(withHeaders, WORKER_PREFIX);
+    OtlpSettings metrics = null;
+    String metricsEndpoint = env.get(WORKER_METRICS_PREFIX + "ENDPOINT");
+    if (metricsEndpoint != null && !metricsEndpoint.isEmpty()) {
+      readHeadersFile(withHeaders, WORKER_METRICS_PREFIX);
+      metrics = resolve(new Source(withHeaders, WORKER_METRICS_PREFIX, null), Signal.METRICS, null);
     }
-    return resolve(new Source(env, WORKER_PREFIX, null));
+    return resolve(new Source(withHeaders, WORKER_PREFIX, null), Signal.TRACES, metrics);
+  }
+
+  /** Replaces {@code <prefix>HEADERS} by the contents of the file {@code <prefix>HEADERS_FILE} names. */
+  private static void readHeadersFile(Map<String, String> env, String prefix) {
+    String file = env.get(prefix + "HEADERS_FILE");
+    if (file == null || file.isEmpty()) {
+      return;
+    }
+    try {
+      env.put(prefix + "HEADERS", Files.readString(Path.of(file), StandardCharsets.UTF_8).trim());
+    } catch (java.io.IOException | RuntimeException e) {
+      throw new ConfigException(prefix + "HEADERS_FILE", "cannot read " + file
+          + " (on a multi-node cluster the run folder must be on storage every node sees): " + e.getMessage());
+    }
   }
 
   /** Whether {@code env} holds settings a driver passed on (a job's driver started by {@code ravel submit}). */
@@ -94,19 +133,33 @@ public final class OtlpSettings {
     return e != null && !e.isEmpty();
   }
 
-  private static OtlpSettings resolve(Source src) {
+  /** The signal a settings value is for: its default endpoint and the path appended to a generic one. */
+  private enum Signal {
+    TRACES("v1/traces", DEFAULT_HTTP_ENDPOINT),
+    METRICS("v1/metrics", DEFAULT_HTTP_METRICS_ENDPOINT);
+
+    final String path;
+    final String defaultHttp;
+
+    Signal(String path, String defaultHttp) {
+      this.path = path;
+      this.defaultHttp = defaultHttp;
+    }
+  }
+
+  private static OtlpSettings resolve(Source src, Signal signal, OtlpSettings metrics) {
     Optional<Setting> proto = src.get("PROTOCOL");
     OtlpProtocol protocol = proto.map(OtlpSettings::protocol).orElse(OtlpProtocol.GRPC);
 
     Optional<Setting> ep = src.get("ENDPOINT");
     URI endpoint;
     if (ep.isEmpty()) {
-      endpoint = URI.create(protocol == OtlpProtocol.GRPC ? DEFAULT_GRPC_ENDPOINT : DEFAULT_HTTP_ENDPOINT);
+      endpoint = URI.create(protocol == OtlpProtocol.GRPC ? DEFAULT_GRPC_ENDPOINT : signal.defaultHttp);
     } else {
       Setting s = ep.get();
       String value = s.value.trim();
       if (!s.specific && protocol == OtlpProtocol.HTTP_PROTOBUF) {
-        value = value.endsWith("/") ? value + "v1/traces" : value + "/v1/traces";
+        value = value.endsWith("/") ? value + signal.path : value + "/" + signal.path;
       }
       endpoint = endpoint(s.key, value);
     }
@@ -132,7 +185,7 @@ public final class OtlpSettings {
     Duration timeout = src.get("TIMEOUT").map(OtlpSettings::timeout).orElse(DEFAULT_TIMEOUT);
     boolean gzip = src.get("COMPRESSION").map(OtlpSettings::gzip).orElse(false);
     return new OtlpSettings(endpoint, protocol, headers, certificate, clientKey, clientCert, timeout, gzip,
-        ep.isPresent());
+        ep.isPresent(), metrics);
   }
 
   private static OtlpProtocol protocol(Setting s) {
@@ -143,7 +196,7 @@ public final class OtlpSettings {
       }
     }
     if (v.equals("http/json")) {
-      throw new ConfigException(s.key, "'http/json' is not supported for traces; use 'grpc' or 'http/protobuf'");
+      throw new ConfigException(s.key, "'http/json' is not supported; use 'grpc' or 'http/protobuf'");
     }
     throw new ConfigException(s.key, "unknown protocol '" + s.value + "' (valid: grpc, http/protobuf)");
   }
@@ -170,28 +223,13 @@ public final class OtlpSettings {
 
   private static Map<String, String> headers(Setting s) {
     Map<String, String> out = new LinkedHashMap<>();
-    String[] parts = s.value.split(",");
-    for (int i = 0; i < parts.length; i++) {
-      String part = parts[i].trim();
-      if (part.isEmpty()) {
-        continue;
+    int i = 0;
+    for (Map.Entry<String, String> e : dev.ravel.telemetry.config.Values.pairs(s.key, s.value).entrySet()) {
+      i++;
+      if (!e.getKey().matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
+        throw new ConfigException(s.key, "entry " + i + " has an invalid header name");
       }
-      int eq = part.indexOf('=');
-      if (eq <= 0) {
-        // the value may be a secret: name the entry by position, never print it
-        throw new ConfigException(s.key, "entry " + (i + 1) + " is not of the form key=value");
-      }
-      String name = part.substring(0, eq).trim();
-      if (!name.matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
-        throw new ConfigException(s.key, "entry " + (i + 1) + " has an invalid header name");
-      }
-      String value;
-      try {
-        value = URLDecoder.decode(part.substring(eq + 1).trim(), StandardCharsets.UTF_8);
-      } catch (IllegalArgumentException e) {
-        throw new ConfigException(s.key, "entry " + (i + 1) + " (" + name + ") has a malformed %-escape");
-      }
-      out.put(name.toLowerCase(Locale.ROOT), value);
+      out.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
     }
     return out;
   }
@@ -232,15 +270,25 @@ public final class OtlpSettings {
    * environment. They include the headers: treat the map as secret.
    */
   public Map<String, String> toWorkerEnvironment() {
+    Map<String, String> env = workerVariables(WORKER_PREFIX);
+    if (metrics != null) {
+      env.putAll(metrics.workerVariables(WORKER_METRICS_PREFIX));
+    } else {
+      env.put(WORKER_METRICS_PREFIX + "ENDPOINT", ""); // metrics off
+    }
+    return env;
+  }
+
+  private Map<String, String> workerVariables(String prefix) {
     Map<String, String> env = new LinkedHashMap<>();
-    env.put(WORKER_PREFIX + "ENDPOINT", endpoint.toString());
-    env.put(WORKER_PREFIX + "PROTOCOL", protocol.value());
-    env.put(WORKER_PREFIX + "HEADERS", encodeHeaders());
-    env.put(WORKER_PREFIX + "CERTIFICATE", certificate == null ? "" : certificate.toString());
-    env.put(WORKER_PREFIX + "CLIENT_KEY", clientKey == null ? "" : clientKey.toString());
-    env.put(WORKER_PREFIX + "CLIENT_CERTIFICATE", clientCertificate == null ? "" : clientCertificate.toString());
-    env.put(WORKER_PREFIX + "TIMEOUT", Long.toString(timeout.toMillis()));
-    env.put(WORKER_PREFIX + "COMPRESSION", gzip ? "gzip" : "none");
+    env.put(prefix + "ENDPOINT", endpoint.toString());
+    env.put(prefix + "PROTOCOL", protocol.value());
+    env.put(prefix + "HEADERS", encodeHeaders());
+    env.put(prefix + "CERTIFICATE", certificate == null ? "" : certificate.toString());
+    env.put(prefix + "CLIENT_KEY", clientKey == null ? "" : clientKey.toString());
+    env.put(prefix + "CLIENT_CERTIFICATE", clientCertificate == null ? "" : clientCertificate.toString());
+    env.put(prefix + "TIMEOUT", Long.toString(timeout.toMillis()));
+    env.put(prefix + "COMPRESSION", gzip ? "gzip" : "none");
     return env;
   }
 
@@ -275,9 +323,17 @@ public final class OtlpSettings {
       if (sb.length() > 0) {
         sb.append(',');
       }
-      sb.append(k).append('=').append(java.net.URLEncoder.encode(v, StandardCharsets.UTF_8));
+      sb.append(k).append('=').append(java.net.URLEncoder.encode(v, StandardCharsets.UTF_8).replace("+", "%20"));
     });
     return sb.toString();
+  }
+
+  /**
+   * The settings OTLP metrics are exported with (their own endpoint, headers and TLS, by the same rules);
+   * empty when {@code OTEL_METRICS_EXPORTER=none}, and on the metrics settings themselves.
+   */
+  public Optional<OtlpSettings> metrics() {
+    return Optional.ofNullable(metrics);
   }
 
   /** The full URL spans are sent to ({@code .../v1/traces} for http/protobuf). */
@@ -328,7 +384,7 @@ public final class OtlpSettings {
   public String toString() {
     return "OtlpSettings{endpoint=" + endpoint + ", protocol=" + protocol.value() + ", headers="
         + headers.keySet() + " (values hidden), tls=" + tls() + ", timeout=" + timeout.toMillis() + "ms"
-        + (gzip ? ", gzip" : "") + "}";
+        + (gzip ? ", gzip" : "") + (metrics == null ? "" : ", metrics=" + metrics) + "}";
   }
 
   @Override
@@ -336,7 +392,7 @@ public final class OtlpSettings {
     return o instanceof OtlpSettings s && endpoint.equals(s.endpoint) && protocol == s.protocol
         && headers.equals(s.headers) && Objects.equals(certificate, s.certificate)
         && Objects.equals(clientKey, s.clientKey) && Objects.equals(clientCertificate, s.clientCertificate)
-        && timeout.equals(s.timeout) && gzip == s.gzip;
+        && timeout.equals(s.timeout) && gzip == s.gzip && Objects.equals(metrics, s.metrics);
   }
 
   @Override

@@ -3,8 +3,6 @@ package dev.ravel.telemetry.sdk;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.otlp.OtlpProtocol;
 import dev.ravel.telemetry.otlp.OtlpSettings;
-import io.opentelemetry.exporter.logging.otlp.internal.metrics.OtlpStdoutMetricExporter;
-import io.opentelemetry.exporter.logging.otlp.internal.traces.OtlpStdoutSpanExporter;
 import io.opentelemetry.exporter.otlp.http.metrics.OtlpHttpMetricExporter;
 import io.opentelemetry.exporter.otlp.http.metrics.OtlpHttpMetricExporterBuilder;
 import io.opentelemetry.exporter.otlp.metrics.OtlpGrpcMetricExporter;
@@ -16,11 +14,9 @@ import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporterBuilder;
 import io.opentelemetry.sdk.trace.export.SpanExporter;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
@@ -47,22 +43,22 @@ final class Exporters {
     }
   }
 
-  /**
-   * An OTLP metric exporter to the same collector as the spans: for http/protobuf the traces URL's
-   * {@code v1/traces} becomes {@code v1/metrics}; gRPC uses the same endpoint.
-   */
+  /** An OTLP metric exporter for the resolved metrics settings ({@link OtlpSettings#metrics()}). */
   static MetricExporter otlpMetrics(OtlpSettings s) {
-    if (s.protocol() == OtlpProtocol.GRPC) {
-      OtlpGrpcMetricExporterBuilder b = OtlpGrpcMetricExporter.builder()
+    try {
+      if (s.protocol() == OtlpProtocol.GRPC) {
+        OtlpGrpcMetricExporterBuilder b = OtlpGrpcMetricExporter.builder()
+            .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
+        configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
+        return b.build();
+      }
+      OtlpHttpMetricExporterBuilder b = OtlpHttpMetricExporter.builder()
           .setEndpoint(s.endpoint().toString()).setTimeout(s.timeout());
       configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
       return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(OtlpSettings.METRICS_PREFIX + "CERTIFICATE", e.getMessage());
     }
-    String url = s.endpoint().toString();
-    url = url.endsWith("/v1/traces") ? url.substring(0, url.length() - "traces".length()) + "metrics" : url;
-    OtlpHttpMetricExporterBuilder b = OtlpHttpMetricExporter.builder().setEndpoint(url).setTimeout(s.timeout());
-    configure(s, b::addHeader, b::setCompression, b::setTrustedCertificates, b::setClientTls);
-    return b.build();
   }
 
   /** Headers, compression and TLS, the same for every OTLP exporter builder. */
@@ -86,13 +82,7 @@ final class Exporters {
 
   /** Appends OTLP JSON Lines metrics ({@code {"resourceMetrics":[...]}} per line) to {@code file}. */
   static MetricExporter jsonLinesMetrics(Path file) {
-    try {
-      Files.createDirectories(file.getParent());
-      OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-      return OtlpStdoutMetricExporter.builder().setOutput(out).setWrapperJsonObject(true).build();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write metrics file " + file, e);
-    }
+    return new JsonLinesMetricExporter(JsonLinesFile.open(file, "metrics"));
   }
 
   /**
@@ -100,12 +90,6 @@ final class Exporters {
    * per line, hex ids and string nanos, the OpenTelemetry file-exporter format.
    */
   static SpanExporter jsonLines(Path file) {
-    try {
-      Files.createDirectories(file.getParent());
-      OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-      return OtlpStdoutSpanExporter.builder().setOutput(out).setWrapperJsonObject(true).build();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write span file " + file, e);
-    }
+    return new JsonLinesSpanExporter(JsonLinesFile.open(file, "span"));
   }
 }

@@ -59,7 +59,9 @@ public final class ProcessTelemetry implements AutoCloseable {
     this.config = b.config;
     this.role = b.role;
     this.counters = new Counters();
-    this.resource = Resource.getDefault().merge(Resource.create(Attributes.builder()
+    io.opentelemetry.api.common.AttributesBuilder attrs = Attributes.builder();
+    config.resourceAttributes().forEach(attrs::put); // the user's first: Ravel's own keys win
+    this.resource = Resource.getDefault().merge(Resource.create(attrs
         .put(RavelAttributes.SERVICE_NAME, config.serviceName())
         .put(RavelAttributes.RUN_ID, config.runId())
         .put(RavelAttributes.PROCESS_ROLE, role)
@@ -85,8 +87,8 @@ public final class ProcessTelemetry implements AutoCloseable {
       mp.registerMetricReader(PeriodicMetricReader.builder(Exporters.jsonLinesMetrics(metricsFile))
           .setInterval(b.metricInterval).build());
     }
-    if (config.enabled() && config.exporter().usesOtlp()) {
-      mp.registerMetricReader(PeriodicMetricReader.builder(Exporters.otlpMetrics(b.otlp))
+    if (config.enabled() && config.exporter().usesOtlp() && b.otlp.metrics().isPresent()) {
+      mp.registerMetricReader(PeriodicMetricReader.builder(Exporters.otlpMetrics(b.otlp.metrics().get()))
           .setInterval(b.metricInterval).build());
     }
     this.meters = mp.build();

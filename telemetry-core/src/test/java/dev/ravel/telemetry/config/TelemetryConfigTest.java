@@ -45,6 +45,67 @@ final class TelemetryConfigTest {
     assertThat(c.groups()).isEqualTo(EnumSet.complementOf(EnumSet.of(SpanGroup.ENGINE)));
   }
 
+  // ---------------------------------------------------------------- OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+
+  @Test
+  void fromMap_otelServiceNameNamesTheServiceWhenTheConfigDoesNot() {
+    assertThat(TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SERVICE_NAME", "grpo-prod")).serviceName())
+        .isEqualTo("grpo-prod");
+    assertThat(TelemetryConfig.fromMap(Map.of("service_name", "from-yaml"), Map.of("OTEL_SERVICE_NAME", "grpo-prod"))
+        .serviceName()).isEqualTo("from-yaml");
+    assertThat(TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SERVICE_NAME", "grpo-prod",
+        "RAVEL_TELEMETRY_SERVICE_NAME", "ravel-env")).serviceName()).isEqualTo("ravel-env");
+  }
+
+  @Test
+  void fromMap_resourceAttributesComeFromOtelResourceAttributesDecoded() {
+    TelemetryConfig c = TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_RESOURCE_ATTRIBUTES",
+        "service.name=from-attrs, deployment.environment.name=staging,team=rl%20infra%2Cgpu,"));
+
+    assertThat(c.serviceName()).isEqualTo("from-attrs");
+    assertThat(c.resourceAttributes()).containsExactly(Map.entry("deployment.environment.name", "staging"),
+        Map.entry("team", "rl infra,gpu"));
+  }
+
+  @Test
+  void fromMap_otelServiceNameBeatsServiceNameInResourceAttributes() {
+    TelemetryConfig c = TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SERVICE_NAME", "svc",
+        "OTEL_RESOURCE_ATTRIBUTES", "service.name=other,a=1"));
+
+    assertThat(c.serviceName()).isEqualTo("svc");
+    assertThat(c.resourceAttributes()).containsExactly(Map.entry("a", "1"));
+  }
+
+  @Test
+  void fromMap_yamlResourceAttributesWinOverTheEnvironmentsPerKey() {
+    TelemetryConfig c = TelemetryConfig.fromMap(Map.of("resource_attributes", Map.of("a", "yaml", "n", 3)),
+        Map.of("OTEL_RESOURCE_ATTRIBUTES", "a=env,b=env"));
+
+    assertThat(c.resourceAttributes()).containsEntry("a", "yaml").containsEntry("b", "env").containsEntry("n", "3");
+  }
+
+  @Test
+  void toEnvironment_resourceAttributesTravelToWorkersAndReadBack() {
+    TelemetryConfig c = TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_RESOURCE_ATTRIBUTES", "team=rl%20infra%2Cgpu,x=a=b"));
+
+    TelemetryConfig back = TelemetryConfig.fromMap(Map.of(), c.toEnvironment());
+
+    assertThat(back.resourceAttributes()).isEqualTo(c.resourceAttributes()).containsEntry("x", "a=b");
+  }
+
+  @Test
+  void fromMap_malformedOrReservedResourceAttributesFailNamingTheVariable() {
+    assertConfigError(() -> TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_RESOURCE_ATTRIBUTES", "a=1,novalue")),
+        "OTEL_RESOURCE_ATTRIBUTES");
+    ConfigException e = assertConfigError(() -> TelemetryConfig.fromMap(Map.of(),
+        Map.of("OTEL_RESOURCE_ATTRIBUTES", "rl.run.id=x")), "OTEL_RESOURCE_ATTRIBUTES");
+    assertThat(e.getMessage()).contains("rl.run.id").contains("reserved");
+    assertConfigError(() -> TelemetryConfig.fromMap(Map.of("resource_attributes", Map.of("rl.step", "1")), Map.of()),
+        "telemetry.resource_attributes");
+    assertConfigError(() -> TelemetryConfig.fromMap(Map.of("resource_attributes", Map.of("a", List.of(1))), Map.of()),
+        "telemetry.resource_attributes.a");
+  }
+
   @Test
   void fromMap_nullSectionGivesDefaults() {
     TelemetryConfig c = TelemetryConfig.fromMap(null, Map.of());

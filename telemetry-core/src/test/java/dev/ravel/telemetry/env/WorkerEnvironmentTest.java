@@ -114,7 +114,8 @@ final class WorkerEnvironmentTest {
 
     Map<String, String> expected = new java.util.LinkedHashMap<>(OTLP.toWorkerEnvironment());
     expected.remove("RAVEL_OTLP_HEADERS");
-    assertThat(vars).containsAllEntriesOf(expected).doesNotContainKey("RAVEL_OTLP_HEADERS");
+    expected.remove("RAVEL_OTLP_METRICS_HEADERS");
+    assertThat(vars).containsAllEntriesOf(expected).doesNotContainKeys("RAVEL_OTLP_HEADERS", "RAVEL_OTLP_METRICS_HEADERS");
     assertThat(OtlpSettings.fromWorkerEnvironment(vars)).isEqualTo(OTLP);
   }
 
@@ -127,10 +128,13 @@ final class WorkerEnvironmentTest {
 
     assertThat(env.variables().values()).noneMatch(v -> v.contains(SECRET));
     java.nio.file.Path file = java.nio.file.Path.of(env.variables().get(WorkerEnvironment.HEADERS_FILE));
-    assertThat(env.secretFilePaths()).containsExactly(file);
-    assertThat(java.nio.file.Files.readString(file)).contains(SECRET);
-    assertThat(java.nio.file.attribute.PosixFilePermissions.toString(java.nio.file.Files.getPosixFilePermissions(file)))
-        .isEqualTo("rw-------");
+    java.nio.file.Path metricsFile = java.nio.file.Path.of(env.variables().get(WorkerEnvironment.METRICS_HEADERS_FILE));
+    assertThat(env.secretFilePaths()).containsExactly(file, metricsFile);
+    for (java.nio.file.Path f : List.of(file, metricsFile)) {
+      assertThat(java.nio.file.Files.readString(f)).contains(SECRET);
+      assertThat(java.nio.file.attribute.PosixFilePermissions.toString(java.nio.file.Files.getPosixFilePermissions(f)))
+          .isEqualTo("rw-------");
+    }
   }
 
   @Test
@@ -178,7 +182,9 @@ final class WorkerEnvironmentTest {
 
     assertThat(vars).containsEntry("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/v1/traces")
         .containsEntry("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
-    assertThat(OtlpSettings.resolve(vars)).isEqualTo(http);
+    OtlpSettings engine = OtlpSettings.resolve(vars);
+    assertThat(engine.endpoint()).isEqualTo(http.endpoint());
+    assertThat(engine.protocol()).isEqualTo(http.protocol());
   }
 
   // ---------------------------------------------------------------- pass-through

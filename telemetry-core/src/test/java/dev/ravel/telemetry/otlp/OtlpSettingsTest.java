@@ -480,6 +480,92 @@ final class OtlpSettingsTest {
     assertThat(a).isNotEqualTo(b);
   }
 
+  @Test
+  void resolve_plusInAHeaderValueIsLiteralAsInABase64TokenAndSurvivesTheTripToWorkers() {
+    OtlpSettings s = OtlpSettings.resolve(Map.of("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Basic%20dXNlcjpw+YXNz/w=="));
+
+    assertThat(s.headers()).containsEntry("authorization", "Basic dXNlcjpw+YXNz/w==");
+    assertThat(OtlpSettings.fromWorkerEnvironment(s.toWorkerEnvironment()).headers())
+        .containsEntry("authorization", "Basic dXNlcjpw+YXNz/w==");
+  }
+
+  // ---------------------------------------------------------------- metrics
+
+  @Test
+  void resolve_metricsFollowTheGenericSettingsWithV1MetricsAppended() {
+    OtlpSettings s = OtlpSettings.resolve(Map.of(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318",
+        "OTEL_EXPORTER_OTLP_HEADERS", "x-team=" + SECRET));
+
+    assertThat(s.endpoint()).isEqualTo(URI.create("http://collector:4318/v1/traces"));
+    OtlpSettings m = s.metrics().orElseThrow();
+    assertThat(m.endpoint()).isEqualTo(URI.create("http://collector:4318/v1/metrics"));
+    assertThat(m.headers()).containsEntry("x-team", SECRET);
+  }
+
+  @Test
+  void resolve_metricsSpecificVariablesWinAndAreUsedVerbatim() throws IOException {
+    OtlpSettings s = OtlpSettings.resolve(Map.of(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://jaeger:4317",
+        "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/protobuf",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "https://metrics.example:9090/otlp/v1/metrics",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "authorization=Bearer%20" + SECRET,
+        "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "2500"));
+
+    assertThat(s.endpoint()).isEqualTo(URI.create("http://jaeger:4317"));
+    assertThat(s.headers()).isEmpty();
+    OtlpSettings m = s.metrics().orElseThrow();
+    assertThat(m.protocol()).isEqualTo(OtlpProtocol.HTTP_PROTOBUF);
+    assertThat(m.endpoint()).isEqualTo(URI.create("https://metrics.example:9090/otlp/v1/metrics"));
+    assertThat(m.tls()).isTrue();
+    assertThat(m.headers()).containsEntry("authorization", "Bearer " + SECRET);
+    assertThat(m.timeout()).isEqualTo(Duration.ofMillis(2500));
+    assertThat(s.toString()).contains("metrics.example").doesNotContain(SECRET);
+  }
+
+  @Test
+  void resolve_metricsWithoutSettingsUseTheSpecDefault() {
+    OtlpSettings s = OtlpSettings.resolve(Map.of("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://jaeger:4317"));
+
+    assertThat(s.metrics().orElseThrow().endpoint()).isEqualTo(URI.create(OtlpSettings.DEFAULT_GRPC_ENDPOINT));
+    assertThat(OtlpSettings.resolve(Map.of("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/protobuf"))
+        .metrics().orElseThrow().endpoint()).isEqualTo(URI.create("http://127.0.0.1:4318/v1/metrics"));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"none", "NONE", " none "})
+  void resolve_metricsExporterNoneTurnsOtlpMetricsOff(String value) {
+    assertThat(OtlpSettings.resolve(Map.of("OTEL_METRICS_EXPORTER", value)).metrics()).isEmpty();
+    assertThat(OtlpSettings.resolve(Map.of("OTEL_METRICS_EXPORTER", "otlp")).metrics()).isPresent();
+  }
+
+  @Test
+  void resolve_unsupportedMetricsExporterFailsNamingTheVariable() {
+    ConfigException e = assertConfigError(Map.of("OTEL_METRICS_EXPORTER", "prometheus"), "OTEL_METRICS_EXPORTER");
+    assertThat(e.getMessage()).contains("prometheus").contains("otlp, none");
+  }
+
+  @Test
+  void resolve_badMetricsValueFailsNamingTheMetricsVariable() {
+    assertConfigError(Map.of("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "collector:4317"),
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+    assertConfigError(Map.of("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "thrift"), "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL");
+  }
+
+  @Test
+  void fromWorkerEnvironment_carriesTheMetricsSettingsAndTheirOff() {
+    OtlpSettings on = OtlpSettings.resolve(Map.of(
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://metrics:4317",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "k=" + SECRET));
+    OtlpSettings off = OtlpSettings.resolve(Map.of("OTEL_METRICS_EXPORTER", "none"));
+
+    assertThat(OtlpSettings.fromWorkerEnvironment(on.toWorkerEnvironment())).isEqualTo(on);
+    assertThat(OtlpSettings.fromWorkerEnvironment(on.toWorkerEnvironment()).metrics().orElseThrow().headers())
+        .containsEntry("k", SECRET);
+    assertThat(OtlpSettings.fromWorkerEnvironment(off.toWorkerEnvironment()).metrics()).isEmpty();
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private Path pem(String name) throws IOException {
