@@ -3,37 +3,62 @@ package dev.ravel.driver.cli;
 import dev.ravel.driver.grpo.StepListener;
 import dev.ravel.driver.grpo.StepMetrics;
 import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * One progress line per step: a bar, reward, KL, loss and step time with its largest phases. On a
- * terminal the bar is redrawn in place; otherwise each step gets its own plain line.
+ * terminal the bar is redrawn in place and the line fits the terminal's width (the phases go first, then
+ * the loss, then the bar shrinks); otherwise each step gets its own plain, full line.
  */
 final class Progress implements StepListener {
-  private static final int WIDTH = 20;
+  private static final int BAR = 20;
   private final PrintStream out;
-  private final boolean tty;
+  private final boolean redraw;
+  private final int width;
 
-  Progress(PrintStream out, boolean tty) {
+  /** A progress line that is redrawn in place ({@code redraw}) within {@code width} columns. */
+  Progress(PrintStream out, boolean redraw, int width) {
     this.out = out;
-    this.tty = tty;
+    this.redraw = redraw;
+    this.width = width;
   }
 
   @Override
   public void onStep(StepMetrics m, int total) {
-    int done = m.step() + 1;
-    int filled = (int) Math.round(WIDTH * (double) done / total);
-    String bar = "#".repeat(filled) + ".".repeat(WIDTH - filled);
+    int done = m.step(); // steps are numbered from 1
     StringBuilder phases = new StringBuilder();
     m.phases().entrySet().stream().sorted((a, b) -> Double.compare(b.getValue(), a.getValue())).limit(3)
         .forEach(e -> phases.append(phases.length() == 0 ? "" : " ").append(e.getKey()).append(' ')
             .append(String.format("%.2fs", e.getValue())));
-    String line = String.format("step %3d/%d [%s] reward %.3f  kl %.4f  loss %+.4f  %.2fs (%s)", done, total, bar,
-        m.rewardMean(), m.kl(), m.loss(), m.stepSeconds(), phases);
-    if (tty) {
-      out.print("\r\033[2K" + line + (done == total ? "\n" : ""));
+    String head = String.format("step %3d/%d", done, total);
+    String stats = String.format("reward %.3f  kl %.4f", m.rewardMean(), m.kl());
+    String loss = String.format("  loss %+.4f", m.loss());
+    String time = String.format("  %.2fs", m.stepSeconds());
+    String tail = phases.length() == 0 ? "" : " (" + phases + ")";
+    List<String> variants = new ArrayList<>();
+    variants.add(head + " [" + bar(done, total, BAR) + "] " + stats + loss + time + tail);
+    variants.add(head + " [" + bar(done, total, BAR) + "] " + stats + loss + time);
+    variants.add(head + " [" + bar(done, total, 10) + "] " + stats + loss + time);
+    variants.add(head + " [" + bar(done, total, 10) + "] " + stats + time);
+    variants.add(head + " " + stats + time);
+    variants.add(head + " " + String.format("reward %.3f", m.rewardMean()));
+    String line = variants.get(0);
+    if (redraw) {
+      line = variants.stream().filter(v -> v.length() < width).findFirst()
+          .orElse(variants.get(variants.size() - 1));
+      if (line.length() >= width) {
+        line = line.substring(0, Math.max(1, width - 1)); // never wrap: a wrapped line cannot be redrawn
+      }
+      out.print("\r\033[2K" + line + (done >= total ? "\n" : ""));
     } else {
       out.println(line);
     }
     out.flush();
+  }
+
+  private static String bar(int done, int total, int n) {
+    int filled = (int) Math.round(n * Math.min(1.0, (double) done / total));
+    return "#".repeat(filled) + ".".repeat(n - filled);
   }
 }

@@ -50,7 +50,7 @@ final class RunCommand implements Callable<Integer> {
     String status = "failed";
     Map<String, Object> extra = new LinkedHashMap<>();
     try (DriverSession session = b.start()) {
-      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, System.console() != null));
+      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()));
       try {
         steps = JobContext.runInJobSpan(session.spans(), System.getenv(), run::run); // rl.job.run when submitted
         status = "succeeded";
@@ -77,7 +77,12 @@ final class RunCommand implements Callable<Integer> {
     double seconds = steps.stream().mapToDouble(StepMetrics::stepSeconds).sum();
     System.out.printf("run %s %s: %d steps in %.1fs, %s%n", runId, status, steps.size(), seconds,
         RunSummary.rewardTrend(steps, 3));
-    System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ")");
+    System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ", ravel report "
+        + runId + ")");
+    String ray = DriverLog.path();
+    if (ray != null && java.nio.file.Files.isRegularFile(java.nio.file.Path.of(ray))) {
+      System.out.println("Ray's messages: " + ray);
+    }
     return 0;
   }
 

@@ -25,6 +25,12 @@ final class RunsCommand implements Callable<Integer> {
   @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
   Path runsDir;
 
+  @Option(names = "--json", description = "Machine-readable output: a JSON array, newest first.")
+  boolean json;
+
+  @Option(names = "--width", description = "Output width (default: the terminal's, else 120).")
+  Integer width;
+
   record Row(String id, Instant start, String mode, String steps, long spans, long errors, String status) {}
 
   @Override
@@ -43,15 +49,40 @@ final class RunsCommand implements Callable<Integer> {
       }
     }
     rows.sort(Comparator.comparing(Row::start).reversed());
-    System.out.printf("%-32s %-20s %-6s %6s %7s %6s  %s%n", "RUN", "STARTED", "MODE", "STEPS", "SPANS", "ERRORS", "STATUS");
+    if (json) {
+      List<java.util.Map<String, Object>> out = new ArrayList<>();
+      for (Row r : rows) {
+        java.util.Map<String, Object> o = new java.util.LinkedHashMap<>();
+        o.put("run_id", r.id());
+        o.put("started", r.start().toString());
+        o.put("mode", r.mode());
+        o.put("steps", r.steps().matches("\\d+") ? (Object) Integer.parseInt(r.steps()) : r.steps());
+        o.put("spans", r.spans());
+        o.put("errors", r.errors());
+        o.put("status", r.status());
+        o.put("folder", runsDir.resolve(r.id()).toAbsolutePath().toString());
+        out.add(o);
+      }
+      System.out.println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(out));
+      return 0;
+    }
+    int w = width != null ? width : Terminal.columns();
+    int idWidth = Math.max(12, Math.min(32, w - 68)); // the id column gives way first, so rows fit the width
+    String fmt = "%-" + idWidth + "s %-20s %-6s %6s %7s %6s  %s";
+    System.out.println(cut(String.format(fmt, "RUN", "STARTED", "MODE", "STEPS", "SPANS", "ERRORS", "STATUS"), w));
     for (Row r : rows) {
-      System.out.printf("%-32s %-20s %-6s %6s %7d %6d  %s%n", r.id(), r.start().toString().substring(0, 19).replace('T', ' '),
-          r.mode(), r.steps(), r.spans(), r.errors(), r.status());
+      String id = r.id().length() > idWidth ? r.id().substring(0, idWidth - 1) + "~" : r.id();
+      System.out.println(cut(String.format(fmt, id, r.start().toString().substring(0, 19).replace('T', ' '),
+          r.mode(), r.steps(), r.spans(), r.errors(), r.status()), w));
     }
     if (rows.isEmpty()) {
       System.out.println("(no runs under " + runsDir.toAbsolutePath() + ")");
     }
     return 0;
+  }
+
+  private static String cut(String line, int width) {
+    return line.length() <= width ? line : line.substring(0, Math.max(1, width - 1)) + "~";
   }
 
   private static Row row(Path dir) throws IOException {

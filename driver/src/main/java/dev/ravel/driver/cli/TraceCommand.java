@@ -59,11 +59,17 @@ final class TraceCommand implements Callable<Integer> {
   @Option(names = "--service", description = "Service names to search in Jaeger (default: ravel).")
   List<String> services = new ArrayList<>();
 
-  @Option(names = "--width", description = "Output width (default: $COLUMNS, else 120).")
+  @Option(names = "--width", description = "Output width (default: the terminal's, else 120).")
   Integer width;
 
   @Option(names = "--plain", description = "No colours even on a terminal.")
   boolean plain;
+
+  @Option(names = "--expand", description = "One row per span: do not fold runs of same-named sibling spans.")
+  boolean expand;
+
+  @Option(names = "--json", description = "Machine-readable output: the steps of the run, or with --step the step's spans.")
+  boolean json;
 
   @Override
   public Integer call() throws IOException {
@@ -85,7 +91,17 @@ final class TraceCommand implements Callable<Integer> {
       }
     }
     RunView run = RunView.of(spans);
-    boolean tty = System.console() != null && !plain;
+    if (json) {
+      StepView view = step == null ? null : pickStep(run);
+      if (step != null && view == null) {
+        return 1;
+      }
+      ObjectMapper m = new ObjectMapper();
+      System.out.println(m.writerWithDefaultPrettyPrinter().writeValueAsString(
+          view == null ? TraceJson.run(runId, run) : TraceJson.step(runId, view)));
+      return 0;
+    }
+    boolean tty = !plain && Terminal.colour();
     int w = width != null ? width : columns();
     if (html != null || step != null) {
       StepView view = pickStep(run);
@@ -99,7 +115,7 @@ final class TraceCommand implements Callable<Integer> {
           return 0;
         }
       }
-      System.out.print(new TerminalWaterfall().render(view, w, tty));
+      System.out.print(new TerminalWaterfall().render(view, w, tty, expand));
       return 0;
     }
     System.out.print(new TerminalWaterfall().renderRun(run, w, tty));
@@ -165,11 +181,7 @@ final class TraceCommand implements Callable<Integer> {
   }
 
   private static int columns() {
-    try {
-      int c = Integer.parseInt(System.getenv().getOrDefault("COLUMNS", "120").trim());
-      return Math.max(60, c);
-    } catch (NumberFormatException e) {
-      return 120;
-    }
+    return Math.max(60, Terminal.columns());
   }
+
 }

@@ -44,8 +44,17 @@ final class Steps {
    */
   ScopedSpan start(int step, long weightVersion) {
     ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP, Context.root()).link(runContext);
-    return s.set(RavelAttributes.STEP, (long) step).set(RavelAttributes.ALGORITHM_MODE, settings.mode())
+    return s.set(RavelAttributes.STEP, number(step)).set(RavelAttributes.ALGORITHM_MODE, settings.mode())
         .set(RavelAttributes.WEIGHT_VERSION, weightVersion);
+  }
+
+  /**
+   * The number users see for the step at 0-based index {@code step}: steps are numbered from 1 everywhere
+   * (the progress line's {@code step 1/30}, {@code rl.step}, {@code steps.jsonl}, {@code ravel trace --step},
+   * the report), so step {@code n} trains weight version {@code n - 1} into {@code n} in sync mode.
+   */
+  static long number(int step) {
+    return step + 1L;
   }
 
   /** A clock for one step's phases. */
@@ -64,7 +73,7 @@ final class Steps {
   StepMetrics finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls) {
     double elapsed = clock.elapsed();
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
-    StepMetrics m = new StepMetrics(step, settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
+    StepMetrics m = new StepMetrics((int) number(step), settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
         t.outcome().loss(),
         t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,

@@ -31,10 +31,10 @@ final class ProgressTest {
 
   @Test
   void onStep_notATerminalPrintsOnePlainLinePerStep() {
-    Progress p = new Progress(out, false);
+    Progress p = new Progress(out, false, 80);
 
-    p.onStep(step(0, 0.25, 0.0123), 2);
-    p.onStep(step(1, 0.5, 0.0456), 2);
+    p.onStep(step(1, 0.25, 0.0123), 2);
+    p.onStep(step(2, 0.5, 0.0456), 2);
 
     String text = text();
     assertThat(text).doesNotContain("\u001b");
@@ -49,9 +49,9 @@ final class ProgressTest {
 
   @Test
   void onStep_showsTheThreeLargestPhasesLargestFirst() {
-    Progress p = new Progress(out, false);
+    Progress p = new Progress(out, false, 80);
 
-    p.onStep(new StepMetrics(0, "sync", 0.1, 0.3, 0.01, 0.02, 0, 10, 10, 3.5,
+    p.onStep(new StepMetrics(1, "sync", 0.1, 0.3, 0.01, 0.02, 0, 10, 10, 3.5,
         Map.of("refit", 0.1, "generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 1);
 
     assertThat(text()).contains("3.50s (generation 2.00s training 1.00s reward 0.40s)").doesNotContain("refit");
@@ -59,15 +59,15 @@ final class ProgressTest {
 
   @Test
   void onStep_terminalRedrawsInPlaceAndEndsWithNewlineOnLastStep() {
-    Progress p = new Progress(out, true);
+    Progress p = new Progress(out, true, 200);
 
-    p.onStep(step(0, 0.25, 0.01), 3);
+    p.onStep(step(1, 0.25, 0.01), 3);
     assertThat(text()).startsWith("\r\u001b[2K").contains("step   1/3").doesNotContain("\n");
 
-    p.onStep(step(1, 0.3, 0.01), 3);
+    p.onStep(step(2, 0.3, 0.01), 3);
     assertThat(text()).doesNotContain("\n");
 
-    p.onStep(step(2, 0.5, 0.01), 3);
+    p.onStep(step(3, 0.5, 0.01), 3);
     String text = text();
     assertThat(text).endsWith("\n");
     assertThat(text.chars().filter(c -> c == '\n').count()).isEqualTo(1);
@@ -82,5 +82,25 @@ final class ProgressTest {
   private static StepMetrics step(int i, double reward, double kl) {
     return new StepMetrics(i, "sync", reward, 0.3, kl, 0.05, 0.1, 128, 256, 1.5,
         Map.of("generation", 1.0, "training", 0.5), i, 64, 0, 40, "trace");
+  }
+
+  @Test
+  void onStep_terminalLineFitsTheWidthDroppingPhasesThenLossThenBar() {
+    for (int width : new int[] {130, 80, 60, 40, 20}) {
+      bytes.reset();
+      Progress p = new Progress(out, true, width);
+
+      p.onStep(new StepMetrics(7, "sync", 0.123, 0.3, 0.0456, -0.0789, 0, 10, 10, 3.5,
+          Map.of("generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 30);
+
+      String line = text().replace("\r\u001b[2K", "");
+      assertThat(line.length()).as("at width %d: %s", width, line).isLessThan(width);
+      assertThat(line).startsWith("step   7/30");
+    }
+    bytes.reset();
+    new Progress(out, true, 80).onStep(new StepMetrics(7, "sync", 0.123, 0.3, 0.0456, -0.0789, 0, 10, 10, 3.5,
+        Map.of("generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 30);
+    assertThat(text()).contains("reward 0.123").contains("kl 0.0456").contains("loss -0.0789")
+        .doesNotContain("generation 2.00s");
   }
 }

@@ -68,10 +68,11 @@ final class GrpoAsyncIT {
           .containsKeys("rl.weight_version", "rl.target_weight_version");
       assertThat(quality.hasAncestor(g, a -> a.name().equals("rl.grpo.step") && a.role().equals("driver"))).isTrue();
       SpanRecord step = root(g);
-      // published version v = the step's weight version before (step 0) or after (refit at its end) training
+      // published version v = the step's weight version before (step 1) or after (refit at its end) training;
+      // step n (numbered from 1) starts from version n - 1
       long published = (Long) g.attributes().get("rl.weight_version");
       long stepNo = (Long) step.attributes().get("rl.step");
-      assertThat(published).isIn(stepNo, stepNo + 1);
+      assertThat(published).isIn(stepNo - 1, stepNo);
     });
   }
 
@@ -100,14 +101,14 @@ final class GrpoAsyncIT {
         assertThat(target).isNotNull();
         assertThat(target.name()).isEqualTo("rl.vllm.generate");
         long tv = (Long) target.attributes().get("rl.target_weight_version");
-        assertThat(tv).isLessThanOrEqualTo((Long) step.attributes().get("rl.step"));
+        assertThat(tv).isLessThanOrEqualTo((Long) step.attributes().get("rl.step") - 1);
       });
       List<SpanRecord> trace = run.traces().byTrace().get(step.traceId());
       Set<String> names = trace.stream().map(SpanRecord::name).collect(Collectors.toSet());
       assertThat(names).contains("rl.idle.buffer_starvation", "rl.grpo.policy_training", "rl.trainer.train");
       // every step but the last publishes new weights, pausing generation for the refit
       long stepNo = (Long) step.attributes().get("rl.step");
-      if (stepNo < STEPS - 1) {
+      if (stepNo < STEPS) {
         assertThat(names).contains("rl.grpo.refit", "rl.idle.refit_bubble", "rl.collector.publish");
       } else {
         assertThat(names).doesNotContain("rl.idle.refit_bubble");

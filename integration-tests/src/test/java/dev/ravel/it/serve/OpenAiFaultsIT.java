@@ -145,7 +145,7 @@ final class OpenAiFaultsIT {
     try {
       RunConfig c = config("it-faults-killed", victimUrl, "grpo.steps=6");
       StepListener killAfterStep1 = (metrics, total) -> {
-        if (metrics.step() == 1) {
+        if (metrics.step() == 2) { // steps are numbered from 1: after the second
           victim.destroyForcibly();
           try {
             victim.waitFor(10, TimeUnit.SECONDS);
@@ -173,7 +173,7 @@ final class OpenAiFaultsIT {
     List<Long> servers = new ArrayList<>();
     List<Long> workers = new ArrayList<>();
     StepListener killTheWorker = (metrics, total) -> {
-      if (metrics.step() != 1) {
+      if (metrics.step() != 2) {
         return;
       }
       try (var files = Files.list(runDir)) {

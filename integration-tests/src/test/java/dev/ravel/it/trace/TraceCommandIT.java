@@ -9,6 +9,7 @@ import dev.ravel.telemetry.traces.SpanRecord;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -79,6 +80,46 @@ final class TraceCommandIT {
   }
 
   @Test
+  void json_runsAndTraceGiveMachineReadableOutputNumberedAsTheProgressLine() throws Exception {
+    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+    RavelCommand.Result runsOut = ravel("runs", "--runs-dir", runs.toString(), "--json");
+    assertThat(runsOut.exitCode()).as(runsOut.stderr()).isZero();
+    com.fasterxml.jackson.databind.JsonNode list = json.readTree(runsOut.stdout());
+    assertThat(list.isArray()).isTrue();
+    assertThat(list).anySatisfy(r -> {
+      assertThat(r.get("run_id").asText()).isEqualTo("it-trace-cli");
+      assertThat(r.get("spans").asInt()).isEqualTo(run.traces().spans().size());
+    });
+
+    RavelCommand.Result traceOut = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--json");
+    assertThat(traceOut.exitCode()).as(traceOut.stderr()).isZero();
+    com.fasterxml.jackson.databind.JsonNode t = json.readTree(traceOut.stdout());
+    assertThat(t.get("steps")).extracting(x -> x.get("step").asInt()).containsExactly(1, 2, 3);
+    assertThat(t.get("spans").asInt()).isEqualTo(run.traces().spans().size());
+    assertThat(t.get("unconnected_spans").asInt()).isZero();
+
+    RavelCommand.Result stepOut = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--step", "2", "--json");
+    assertThat(stepOut.exitCode()).as(stepOut.stderr()).isZero();
+    com.fasterxml.jackson.databind.JsonNode st = json.readTree(stepOut.stdout());
+    assertThat(st.get("step").asInt()).isEqualTo(2);
+    assertThat(st.get("span_list")).hasSize(run.traces().byTrace().get(st.get("trace_id").asText()).size());
+    assertThat(st.get("span_list").get(0).get("name").asText()).isEqualTo("rl.grpo.step");
+  }
+
+  @Test
+  void trace_foldsTheEnginesRequestsUnlessExpanded() throws Exception {
+    RavelCommand.Result folded = ravel("trace", "it-trace-cli", "--step", "2", "--runs-dir", runs.toString(),
+        "--width", "160");
+    RavelCommand.Result expanded = ravel("trace", "it-trace-cli", "--step", "2", "--runs-dir", runs.toString(),
+        "--width", "160", "--expand");
+    assertThat(folded.exitCode()).isZero();
+    long requests = expanded.stdout().lines().filter(l -> l.matches(".*-llm_request\\s.*")).count();
+    assertThat(requests).isGreaterThanOrEqualTo(3);
+    assertThat(folded.stdout()).containsPattern("llm_request x\\d+ .* spans p50 .* max ");
+    assertThat(folded.stdout().lines().filter(l -> l.matches(".*-llm_request\\s.*")).count()).isLessThan(requests);
+  }
+
+  @Test
   void runs_listsTheRun() throws Exception {
     RavelCommand.Result r = ravel("runs", "--runs-dir", runs.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
@@ -90,7 +131,7 @@ final class TraceCommandIT {
     RavelCommand.Result r = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--width", "100");
     assertThat(r.exitCode()).as(r.stderr()).isZero();
     assertThat(r.stdout()).doesNotContain("\u001b[").contains("goodput");
-    assertThat(r.stdout().lines().filter(l -> l.matches("\\s+[0-2]\\s+.*"))).hasSize(3);
+    assertThat(r.stdout().lines().filter(l -> l.matches("\\s+[1-3]\\s+.*"))).hasSize(3);
     assertThat(r.stdout().lines()).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(100));
   }
 
@@ -114,7 +155,7 @@ final class TraceCommandIT {
   void trace_stepThatDoesNotExistIsOneClearLine() throws Exception {
     RavelCommand.Result r = ravel("trace", "it-trace-cli", "--step", "42", "--runs-dir", runs.toString());
     assertThat(r.exitCode()).isEqualTo(1);
-    assertThat(r.stderr().strip()).isEqualTo("ravel: run it-trace-cli has no step 42 (steps 0..2)");
+    assertThat(r.stderr().strip()).isEqualTo("ravel: run it-trace-cli has no step 42 (steps 1..3)");
   }
 
   @Test
@@ -135,7 +176,7 @@ final class TraceCommandIT {
     RavelCommand.Result r = ravel("trace", "it-trace-cli", "--runs-dir", copy.getParent().toString(), "--width", "100");
     assertThat(r.exitCode()).as(r.stderr()).isZero();
     assertThat(r.stderr()).contains(victim.getFileName() + ":" + (lines + 1) + ": unreadable line");
-    assertThat(r.stdout().lines().filter(l -> l.matches("\\s+[0-2]\\s+.*"))).hasSize(3);
+    assertThat(r.stdout().lines().filter(l -> l.matches("\\s+[1-3]\\s+.*"))).hasSize(3);
   }
 
   @Test
@@ -186,6 +227,64 @@ final class TraceCommandIT {
       assertThat(worker.isDisplayed()).isFalse();
 
       Files.write(target.resolve("waterfall-step1.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
+      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+      assertThat(errors).isEmpty();
+    } finally {
+      browser.quit();
+    }
+  }
+
+  @Test
+  void report_hasOnePointPerStepOnEveryCurveAndAStepRowOpensItsWaterfall() throws Exception {
+    Path target = Path.of(System.getProperty("ravel.home"), "integration-tests", "target");
+    Path html = target.resolve("report-it-trace-cli.html");
+    RavelCommand.Result r = ravel("report", "it-trace-cli", "--runs-dir", runs.toString(), "--html", html.toString());
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).contains("wrote " + html).contains("3 steps of run it-trace-cli");
+    String page = Files.readString(html, StandardCharsets.US_ASCII);
+    assertThat(page).doesNotContainPattern("(src|href|action)=[\"']?(https?:)?//").contains("Content-Security-Policy");
+    List<Long> stepNumbers = run.traces().named("rl.grpo.step").stream()
+        .map(s -> (Long) s.attributes().get("rl.step")).sorted().toList();
+    assertThat(stepNumbers).containsExactly(1L, 2L, 3L); // numbered from 1, as the progress line counts them
+
+    ChromeDriver browser = chromium();
+    try {
+      browser.get(html.toUri().toString());
+      for (String curve : List.of("chart-reward", "chart-kl", "chart-loss")) {
+        List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
+        assertThat(points).as(curve).hasSize(3);
+        assertThat(points.stream().map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve)
+            .containsExactlyElementsOf(stepNumbers);
+      }
+      List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
+      assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
+      assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");
+      assertThat(browser.findElements(By.cssSelector("#chart-engine-queue .point"))).as("engine queue series")
+          .isNotEmpty();
+      List<WebElement> rows = browser.findElements(By.cssSelector("tr.step-row"));
+      assertThat(rows).hasSize(3);
+
+      WebElement second = browser.findElement(By.cssSelector("tr.step-row[data-step='2']"));
+      second.click();
+      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (!"2".equals(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded"))
+          && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertThat(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded")).as("waterfall of step 2")
+          .isEqualTo("2");
+      assertThat(second.getAttribute("class")).contains("selected");
+      assertThat(browser.findElement(By.id("waterfall-title")).getText()).contains("Step 2");
+      String traceId = run.traces().named("rl.grpo.step").stream()
+          .filter(s -> Long.valueOf(2).equals(s.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
+      browser.switchTo().frame(browser.findElement(By.id("waterfall-frame")));
+      List<WebElement> spanRows = browser.findElements(By.cssSelector(".span-row"));
+      assertThat(spanRows).hasSize(run.traces().byTrace().get(traceId).size());
+      assertThat(browser.findElement(By.cssSelector(".meta-item[data-key='trace-id'] dd")).getText()).contains(traceId);
+      browser.switchTo().defaultContent();
+
+      Files.write(target.resolve("report-it-trace-cli.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
       List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
           .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
       assertThat(errors).isEmpty();

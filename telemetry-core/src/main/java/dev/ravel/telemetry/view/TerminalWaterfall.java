@@ -36,6 +36,9 @@ public final class TerminalWaterfall {
   /** Unconnected spans listed by {@link #renderRun} before "... and N more". */
   static final int MAX_UNCONNECTED_LINES = 20;
 
+  /** The fewest same-named sibling spans folded into one row. */
+  public static final int FOLD_MIN = 3;
+
   /** Consumed rollouts listed by {@link #render} before "... and N more". */
   static final int MAX_ROLLOUT_LINES = 10;
 
@@ -75,6 +78,16 @@ public final class TerminalWaterfall {
    * @param ansi whether to colour with ANSI escape sequences (and draw with Unicode blocks and tree lines)
    */
   public String render(StepView step, int width, boolean ansi) {
+    return render(step, width, ansi, false);
+  }
+
+  /**
+   * As {@link #render(StepView, int, boolean)}; unless {@code expand}, a run of {@value #FOLD_MIN} or more
+   * sibling leaf spans with the same name in the same process and without errors (29 {@code llm_request}
+   * under one worker) is one row: {@code name xN}, a bar from the first start to the last end, and the
+   * count, median and longest duration.
+   */
+  public String render(StepView step, int width, boolean ansi, boolean expand) {
     checkWidth(width);
     Paint paint = new Paint(ansi);
     Glyphs g = ansi ? UNICODE : ASCII;
@@ -136,7 +149,7 @@ public final class TerminalWaterfall {
     // rows
     int maxDepth = step.depth() - 1;
     int unit = maxDepth * 2 <= nameW / 2 ? 2 : 1;
-    new Rows(nameW, tw, g, paint, unit).draw(model.rows(), out);
+    new Rows(nameW, tw, g, paint, unit).draw(model.rows(), out, !expand);
 
     // consumed rollouts
     out.add("");
@@ -162,49 +175,85 @@ public final class TerminalWaterfall {
     }
 
     /** One line per row, tree lines before the names: the root has none, each level below adds one guide. */
-    void draw(List<WaterfallModel.Row> rows, List<String> out) {
+    void draw(List<WaterfallModel.Row> rows, List<String> out, boolean fold) {
       List<String> guides = new ArrayList<>(); // index k: what the open ancestor at depth k + 1 draws below it
-      for (WaterfallModel.Row r : rows) {
+      for (int i = 0; i < rows.size(); i++) {
+        WaterfallModel.Row r = rows.get(i);
         int depth = r.node().depth();
         if (depth == 0) {
           out.add(line(r, ""));
           continue;
         }
+        int end = i + 1;
+        if (fold && foldable(r)) {
+          while (end < rows.size() && sameGroup(r, rows.get(end))) {
+            end++;
+          }
+        }
+        if (end - i < FOLD_MIN) {
+          end = i + 1;
+        }
         guides.subList(depth - 1, guides.size()).clear();
-        boolean last = r.lastChild();
+        boolean last = rows.get(end - 1).lastChild();
         String connector = unit == 2 ? (last ? g.lastBranch() : g.branch())
             : (last ? g.lastBranch().substring(0, 1) : g.branch().substring(0, 1));
-        out.add(line(r, String.join("", guides) + connector));
+        String prefix = String.join("", guides) + connector;
+        out.add(end - i == 1 ? line(r, prefix) : folded(rows.subList(i, end), prefix));
         guides.add(last ? " ".repeat(unit) : g.pipe() + " ".repeat(unit - 1));
+        i = end - 1;
       }
+    }
+
+    private static boolean foldable(WaterfallModel.Row r) {
+      return !r.node().hasChildren() && !r.span().isError();
+    }
+
+    private static boolean sameGroup(WaterfallModel.Row first, WaterfallModel.Row r) {
+      return foldable(r) && r.node().depth() == first.node().depth() && r.processIndex() == first.processIndex()
+          && r.span().parentSpanId().equals(first.span().parentSpanId()) && r.span().name().equals(first.span().name());
+    }
+
+    /** One row for a run of same-named siblings: count, median and longest duration. */
+    private String folded(List<WaterfallModel.Row> group, String prefix) {
+      long[] d = group.stream().mapToLong(x -> x.span().durationNanos()).sorted().toArray();
+      int cs = group.stream().mapToInt(x -> x.firstCell(tw)).min().orElse(0);
+      int ce = group.stream().mapToInt(x -> x.endCell(tw)).max().orElse(cs + 1);
+      boolean critical = group.stream().anyMatch(x -> x.node().onCriticalPath());
+      int proc = group.get(0).processIndex();
+      String label = d.length + " spans p50 " + Fmt.duration(d[(d.length - 1) / 2]) + " max "
+          + Fmt.duration(d[d.length - 1]) + " p" + (proc + 1);
+      return draw(prefix, Fmt.clean(group.get(0).span().name()) + " x" + d.length, false, critical, proc, cs, ce,
+          label);
     }
 
     private String line(WaterfallModel.Row r, String prefix) {
       SpanNode n = r.node();
       SpanRecord s = n.span();
+      String label = Fmt.duration(s.durationNanos()) + " p" + (r.processIndex() + 1);
+      return draw(prefix, Fmt.clean(s.name()), s.isError(), n.onCriticalPath(), r.processIndex(), r.firstCell(tw),
+          r.endCell(tw), label);
+    }
+
+    private String draw(String prefix, String name, boolean error, boolean critical, int proc, int cs, int ce,
+        String label) {
       int maxPrefix = nameW / 2;
       if (prefix.length() > maxPrefix) {
         prefix = prefix.substring(prefix.length() - maxPrefix);
       }
-      String name = Fmt.clean(s.name());
       int room = nameW - prefix.length();
       if (columns(name) > room) {
         name = Fmt.cut(name, Math.max(0, room - g.ellipsis().length())) + g.ellipsis();
       }
-      String namePart = paint.p(prefix, DIM) + paint.p(name, s.isError() ? RED : null)
+      String namePart = paint.p(prefix, DIM) + paint.p(name, error ? RED : null)
           + " ".repeat(Math.max(0, room - columns(name)));
-      String flags = (s.isError() ? paint.p("!", RED) : " ") + (n.onCriticalPath() ? paint.p("*", BOLD) : " ");
+      String flags = (error ? paint.p("!", RED) : " ") + (critical ? paint.p("*", BOLD) : " ");
 
-      int proc = r.processIndex();
       char[] cells = blank(tw);
       boolean[] bar = new boolean[tw];
-      int cs = r.firstCell(tw);
-      int ce = r.endCell(tw);
       for (int i = cs; i < ce; i++) {
-        cells[i] = n.onCriticalPath() ? g.barCritical() : g.bar();
+        cells[i] = critical ? g.barCritical() : g.bar();
         bar[i] = true;
       }
-      String label = Fmt.duration(s.durationNanos()) + " p" + (proc + 1);
       int at;
       if (ce + 1 + label.length() <= tw) {
         at = ce + 1;

@@ -1,0 +1,457 @@
+package dev.ravel.telemetry.view;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ravel.telemetry.traces.RunTraces;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * One run as a self-contained HTML page: the reward (mean with its spread), KL and loss curves with one point
+ * per step, each step's wall time stacked by goodput bucket, the engine's queue-time and preemption series,
+ * and a table with a row per step; clicking a row, a point or a bar shows that step's waterfall
+ * ({@link HtmlWaterfall}) in a frame below.
+ *
+ * <p>Read from a run folder ({@link #read(Path)}): {@code steps.jsonl} (a line per step, written as each step
+ * ends, so a crashed run has its curves), {@code run.json} when the run ended, the span files (goodput and
+ * waterfalls) and the metrics files (engine series, cumulative OTLP points turned into per-interval values).
+ * A run without spans still gets its curves; unreadable lines are {@link #problems()}, never fatal.
+ *
+ * <p>The page needs no network: CSS and script are inline ({@code report.css}, {@code report.js} beside
+ * this class), a Content-Security-Policy forbids any fetch, charts are inline SVG drawn by the page, and the
+ * document is ASCII. DOM hooks (stable, for tests and tools): {@code #report-data}; charts
+ * {@code svg.chart} with ids {@code chart-reward}, {@code chart-kl}, {@code chart-loss},
+ * {@code chart-step-time}, {@code chart-engine-queue}, {@code chart-engine-preemptions}; in them
+ * {@code .point} ({@code data-step}, {@code data-series}) and {@code .bar-part} ({@code data-step},
+ * {@code data-bucket}); {@code tr.step-row} ({@code data-step}, class {@code selected} when shown);
+ * {@code iframe#waterfall-frame} ({@code data-step} of the step shown, {@code data-loaded} once its page is
+ * in), {@code #waterfall-title}; {@code script.waterfall-doc} ({@code data-step}) holds a step's waterfall page,
+ * gzip-compressed and base64-encoded (the page inflates it with the browser's {@code DecompressionStream}).
+ * Opening {@code report.html#step=N} shows step N's waterfall at once.
+ */
+public final class RunReport {
+  /** Steps whose waterfall is embedded by default (the last ones of a longer run). */
+  public static final int DEFAULT_MAX_WATERFALLS = 200;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+  private static final String SUMMARY_FILE = "run.json";
+  private static final String[] QUEUE_SUM = {"rl.engine.queue_time", "rl.engine.server.queue_time.sum"};
+  private static final String QUEUE_COUNT_SERVER = "rl.engine.server.queue_time.count";
+  private static final String PREEMPTIONS = "rl.engine.preemptions";
+
+  private final String runId;
+  private final JsonNode summary;
+  private final List<JsonNode> steps;
+  private final RunView run;
+  private final List<EngineSeries> engine;
+  private final List<String> problems;
+
+  private RunReport(String runId, JsonNode summary, List<JsonNode> steps, RunView run, List<EngineSeries> engine,
+      List<String> problems) {
+    this.runId = runId;
+    this.summary = summary;
+    this.steps = List.copyOf(steps);
+    this.run = run;
+    this.engine = List.copyOf(engine);
+    this.problems = List.copyOf(problems);
+  }
+
+  /**
+   * Reads the run folder {@code runDir} ({@code runs/<run-id>/}).
+   *
+   * @throws IllegalArgumentException when the folder does not exist or holds neither steps nor spans
+   */
+  public static RunReport read(Path runDir) {
+    if (!Files.isDirectory(runDir)) {
+      throw new IllegalArgumentException("no such run folder: " + runDir);
+    }
+    List<String> problems = new ArrayList<>();
+    JsonNode summary = null;
+    Path summaryFile = runDir.resolve(SUMMARY_FILE);
+    if (Files.isRegularFile(summaryFile)) {
+      try {
+        summary = JSON.readTree(summaryFile.toFile());
+      } catch (IOException e) {
+        problems.add(summaryFile + ": unreadable (" + e.getMessage().lines().findFirst().orElse("") + ")");
+      }
+    }
+    List<JsonNode> steps = new ArrayList<>();
+    forEachLine(runDir.resolve(RunTraces.STEP_LOG_FILE), problems, steps::add);
+    if (steps.isEmpty() && summary != null && summary.path("step_metrics").isArray()) {
+      summary.get("step_metrics").forEach(steps::add); // a run from before steps.jsonl
+    }
+    RunTraces traces = RunTraces.readDir(runDir);
+    problems.addAll(traces.problems());
+    if (steps.isEmpty() && traces.spans().isEmpty()) {
+      throw new IllegalArgumentException("run folder " + runDir + " has no steps (" + RunTraces.STEP_LOG_FILE
+          + ") and no spans");
+    }
+    RunView view = RunView.of(traces.spans());
+    String id = summary != null && summary.hasNonNull("run_id") ? summary.get("run_id").asText()
+        : !view.runId().isEmpty() ? view.runId() : runDir.getFileName().toString();
+    return new RunReport(id, summary, steps, view, engineSeries(runDir, problems), problems);
+  }
+
+  /** A report of spans and step lines already read (no run.json, no engine series). */
+  static RunReport of(String runId, List<JsonNode> steps, RunView run) {
+    return new RunReport(runId, null, steps, run, List.of(), List.of());
+  }
+
+  public String runId() {
+    return runId;
+  }
+
+  /** The steps the report draws (one point per step on every curve). */
+  public int stepCount() {
+    return steps.size();
+  }
+
+  /** Lines or files that could not be read (the report was drawn without them). */
+  public List<String> problems() {
+    return problems;
+  }
+
+  /** The page, with the waterfalls of at most {@link #DEFAULT_MAX_WATERFALLS} steps embedded. */
+  public String render() {
+    return render(DEFAULT_MAX_WATERFALLS);
+  }
+
+  /** The page, embedding the waterfalls of the last {@code maxWaterfalls} steps (0: none). */
+  public String render(int maxWaterfalls) {
+    if (maxWaterfalls < 0) {
+      throw new IllegalArgumentException("maxWaterfalls must not be negative: " + maxWaterfalls);
+    }
+    ObjectNode data = data();
+    StringBuilder h = new StringBuilder(64 * 1024);
+    String title = "Ravel run " + runId;
+    h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+        .append("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ")
+        .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; frame-src 'self'\">\n")
+        .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+        .append("<link rel=\"icon\" href=\"data:,\">\n")
+        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n")
+        .append(WaterfallAssets.read("report.css", "</style")).append("</style>\n</head>\n<body>\n");
+
+    h.append("<header class=\"run-header\">\n<h1>Run <span class=\"run-id\">").append(Fmt.html(runId))
+        .append("</span></h1>\n<dl class=\"run-meta\">\n");
+    JsonNode r = data.get("run");
+    meta(h, "mode", "Mode", r.path("mode").asText(""));
+    meta(h, "status", "Status", r.path("status").asText("running or stopped (no run.json)"));
+    meta(h, "steps", "Steps", Integer.toString(steps.size()));
+    meta(h, "started", "Started", r.path("started").asText(""));
+    meta(h, "finished", "Finished", r.path("finished").asText(""));
+    if (r.has("versions")) {
+      StringBuilder v = new StringBuilder();
+      r.get("versions").fields().forEachRemaining(e -> v.append(v.length() == 0 ? "" : ", ").append(e.getKey())
+          .append(' ').append(e.getValue().asText()));
+      meta(h, "versions", "Versions", v.toString());
+    }
+    h.append("</dl>\n</header>\n<main>\n<section class=\"charts\">\n");
+    chart(h, "chart-reward", "Reward (mean, band: +/- std)");
+    chart(h, "chart-kl", "KL to reference");
+    chart(h, "chart-loss", "Loss");
+    chart(h, "chart-step-time", "Step time by goodput bucket (s)");
+    chart(h, "chart-engine-queue", "Engine queue time, mean per interval (s)");
+    chart(h, "chart-engine-preemptions", "Engine preemptions per interval");
+    h.append("</section>\n<section class=\"steps\">\n<h2>Steps</h2>\n<table id=\"steps\">\n<thead><tr>")
+        .append("<th>step</th><th>reward</th><th>std</th><th>KL</th><th>loss</th><th>clip</th><th>time</th>")
+        .append("<th>tokens/s</th><th>used</th><th>dropped</th><th>spans</th></tr></thead>\n<tbody>\n");
+    for (JsonNode s : data.get("steps")) {
+      h.append("<tr class=\"step-row\" tabindex=\"0\" data-step=\"").append(s.get("step").asLong()).append("\">")
+          .append(td(Long.toString(s.get("step").asLong()))).append(td(num(s.get("reward_mean"))))
+          .append(td(num(s.get("reward_std")))).append(td(num(s.get("kl")))).append(td(num(s.get("loss"))))
+          .append(td(num(s.get("clip_fraction")))).append(td(num(s.get("step_s")) + " s"))
+          .append(td(num(s.get("tokens_per_s")))).append(td(s.path("trajectories").asText("")))
+          .append(td(s.path("dropped").asText(""))).append(td(s.path("spans").asText("0")))
+          .append("</tr>\n");
+    }
+    h.append("</tbody>\n</table>\n</section>\n<section class=\"waterfall\">\n<h2 id=\"waterfall-title\">")
+        .append("Click a step to see its waterfall</h2>\n")
+        .append("<iframe id=\"waterfall-frame\" title=\"step waterfall\" sandbox=\"allow-scripts\"></iframe>\n")
+        .append("</section>\n</main>\n");
+    if (!problems.isEmpty()) {
+      h.append("<section class=\"problems\"><h2>Unread input</h2><ul>\n");
+      problems.stream().limit(50).forEach(p -> h.append("<li>").append(Fmt.html(p)).append("</li>\n"));
+      h.append("</ul></section>\n");
+    }
+    h.append("<script type=\"application/json\" id=\"report-data\">").append(Fmt.scriptJson(write(data)))
+        .append("</script>\n");
+    HtmlWaterfall waterfall = new HtmlWaterfall();
+    List<StepView> views = run.steps();
+    for (StepView v : views.subList(Math.max(0, views.size() - maxWaterfalls), views.size())) {
+      // gzip + base64: a waterfall page compresses about tenfold, and the page inflates it on click
+      h.append("<script type=\"application/gzip+base64\" class=\"waterfall-doc\" data-step=\"").append(v.step())
+          .append("\">").append(gzipBase64(waterfall.render(v, run))).append("</script>\n");
+    }
+    h.append("<script>\n").append(WaterfallAssets.read("report.js", "</script")).append("</script>\n")
+        .append("</body>\n</html>\n");
+    return h.toString();
+  }
+
+  /** The report's data: the run, a row per step (with goodput seconds from its spans), the engine series. */
+  ObjectNode data() {
+    ObjectNode root = NODES.objectNode();
+    ObjectNode r = root.putObject("run");
+    r.put("id", runId);
+    if (summary != null) {
+      for (String k : List.of("mode", "status", "started", "finished")) {
+        if (summary.hasNonNull(k)) {
+          r.put(k, summary.get(k).asText());
+        }
+      }
+      if (summary.path("versions").isObject()) {
+        r.set("versions", summary.get("versions"));
+      }
+    } else if (!steps.isEmpty() && steps.get(0).hasNonNull("mode")) {
+      r.put("mode", steps.get(0).get("mode").asText());
+    }
+    Map<String, StepView> byTrace = new HashMap<>();
+    Map<Long, StepView> byNumber = new HashMap<>();
+    for (StepView v : run.steps()) {
+      byTrace.putIfAbsent(v.traceId(), v);
+      byNumber.putIfAbsent(v.step(), v);
+    }
+    long runStart = run.startNanos();
+    ArrayNode rows = root.putArray("steps");
+    for (JsonNode s : steps) {
+      ObjectNode o = rows.addObject();
+      long step = s.path("step").asLong();
+      StepView v = s.hasNonNull("traceId") ? byTrace.get(s.get("traceId").asText()) : null;
+      if (v == null) {
+        v = byNumber.get(step);
+      }
+      // the step's number as its spans carry it (what ravel trace and the waterfall call it)
+      o.put("step", v != null ? v.step() : step);
+      copy(s, "rewardMean", o, "reward_mean");
+      copy(s, "rewardStd", o, "reward_std");
+      copy(s, "kl", o, "kl");
+      copy(s, "loss", o, "loss");
+      copy(s, "clipFraction", o, "clip_fraction");
+      copy(s, "stepSeconds", o, "step_s");
+      copy(s, "tokensPerSecond", o, "tokens_per_s");
+      copy(s, "trajectories", o, "trajectories");
+      copy(s, "droppedForAge", o, "dropped");
+      if (s.path("phases").isObject()) {
+        o.set("phases", s.get("phases"));
+      }
+      if (v != null) {
+        double wall = v.durationNanos() / 1e9;
+        Goodput g = v.goodput();
+        ObjectNode gp = o.putObject("goodput");
+        gp.put("productive", g.productive() * wall);
+        gp.put("overhead", g.overhead() * wall);
+        gp.put("idle", g.idle() * wall);
+        gp.put("wasted", g.wasted() * wall);
+        o.put("spans", v.spanCount());
+        o.put("trace_id", v.traceId());
+        o.put("start_s", runStart == 0 ? 0 : (v.startNanos() - runStart) / 1e9);
+      }
+    }
+    if (steps.isEmpty()) { // spans but no step log: the steps as the spans tell them
+      for (StepView v : run.steps()) {
+        ObjectNode o = rows.addObject();
+        o.put("step", v.step());
+        o.put("step_s", v.durationNanos() / 1e9);
+        o.put("spans", v.spanCount());
+        o.put("trace_id", v.traceId());
+      }
+    }
+    ObjectNode eng = root.putObject("engine");
+    ArrayNode queue = eng.putArray("queue_time");
+    ArrayNode pre = eng.putArray("preemptions");
+    for (EngineSeries e : engine) {
+      ObjectNode q = queue.addObject().put("name", e.process);
+      ArrayNode qp = q.putArray("points");
+      ObjectNode p = pre.addObject().put("name", e.process);
+      ArrayNode pp = p.putArray("points");
+      // cumulative since the process started: the first export is the first interval's total
+      for (int i = 0; i < e.times.size(); i++) {
+        double t = runStart == 0 ? e.times.get(i) / 1e9 : (e.times.get(i) - runStart) / 1e9;
+        double dCount = e.queueCount.get(i) - (i == 0 ? 0 : e.queueCount.get(i - 1));
+        double dSum = e.queueSum.get(i) - (i == 0 ? 0 : e.queueSum.get(i - 1));
+        if (dCount > 0) {
+          qp.addArray().add(t).add(dSum / dCount);
+        }
+        pp.addArray().add(t).add(Math.max(0, e.preemptions.get(i) - (i == 0 ? 0 : e.preemptions.get(i - 1))));
+      }
+    }
+    return root;
+  }
+
+  private static void copy(JsonNode from, String key, ObjectNode to, String as) {
+    JsonNode v = from.get(key);
+    if (v != null && v.isNumber()) {
+      double d = v.asDouble();
+      if (Double.isFinite(d)) {
+        to.set(as, v);
+      }
+    }
+  }
+
+  private static String num(JsonNode v) {
+    if (v == null || !v.isNumber()) {
+      return "";
+    }
+    double d = v.asDouble();
+    return Math.abs(d) >= 100 ? String.format(java.util.Locale.ROOT, "%.0f", d)
+        : String.format(java.util.Locale.ROOT, "%.3f", d);
+  }
+
+  private static String td(String s) {
+    return "<td>" + Fmt.html(s) + "</td>";
+  }
+
+  private static void meta(StringBuilder h, String cls, String label, String value) {
+    if (value == null || value.isEmpty()) {
+      return;
+    }
+    h.append("<dt>").append(Fmt.html(label)).append("</dt><dd class=\"").append(cls).append("\">")
+        .append(Fmt.html(value)).append("</dd>\n");
+  }
+
+  private static void chart(StringBuilder h, String id, String title) {
+    h.append("<figure class=\"chart-box\"><figcaption>").append(Fmt.html(title)).append("</figcaption>")
+        .append("<svg class=\"chart\" id=\"").append(id).append("\" viewBox=\"0 0 640 240\" role=\"img\"")
+        .append(" aria-label=\"").append(Fmt.html(title)).append("\"></svg></figure>\n");
+  }
+
+  private static String gzipBase64(String ascii) {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(ascii.length() / 6);
+    try (java.util.zip.GZIPOutputStream z = new java.util.zip.GZIPOutputStream(bytes)) {
+      z.write(ascii.getBytes(StandardCharsets.US_ASCII));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return java.util.Base64.getEncoder().encodeToString(bytes.toByteArray());
+  }
+
+  private static String write(JsonNode n) {
+    try {
+      return JSON.writeValueAsString(n);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void forEachLine(Path file, List<String> problems, java.util.function.Consumer<JsonNode> out) {
+    if (!Files.isRegularFile(file)) {
+      return;
+    }
+    try (BufferedReader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+      String line;
+      int n = 0;
+      while ((line = r.readLine()) != null) {
+        n++;
+        if (line.isBlank()) {
+          continue;
+        }
+        try {
+          out.accept(JSON.readTree(line));
+        } catch (IOException e) {
+          problems.add(file + ":" + n + ": unreadable line"); // e.g. the torn last line of a killed run
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + file, e);
+    }
+  }
+
+  /** One process's cumulative engine totals at each export: the series the charts turn into deltas. */
+  private static final class EngineSeries {
+    final String process;
+    final List<Long> times = new ArrayList<>();
+    final List<Double> queueSum = new ArrayList<>();
+    final List<Double> queueCount = new ArrayList<>();
+    final List<Double> preemptions = new ArrayList<>();
+
+    EngineSeries(String process) {
+      this.process = process;
+    }
+  }
+
+  /** The engine series of every {@code metrics-*.jsonl} file that has engine metrics, a series per file. */
+  private static List<EngineSeries> engineSeries(Path runDir, List<String> problems) {
+    List<EngineSeries> out = new ArrayList<>();
+    List<Path> files;
+    try (Stream<Path> s = Files.list(runDir)) {
+      files = s.filter(p -> p.getFileName().toString().startsWith("metrics-") && p.toString().endsWith(".jsonl"))
+          .sorted().toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + runDir, e);
+    }
+    for (Path f : files) {
+      String name = f.getFileName().toString();
+      EngineSeries series = new EngineSeries(name.substring("metrics-".length(), name.length() - ".jsonl".length()));
+      forEachLine(f, problems, line -> point(line, series));
+      if (!series.times.isEmpty()) {
+        out.add(series);
+      }
+    }
+    return out;
+  }
+
+  /** Adds one export's totals (summed over attribute sets) when it carries engine metrics. */
+  private static void point(JsonNode line, EngineSeries series) {
+    double qSum = 0;
+    double qCount = 0;
+    double pre = 0;
+    long time = 0;
+    boolean engine = false;
+    for (JsonNode rm : line.path("resourceMetrics")) {
+      for (JsonNode sm : rm.path("scopeMetrics")) {
+        for (JsonNode m : sm.path("metrics")) {
+          String n = m.path("name").asText();
+          if (n.equals(QUEUE_SUM[0])) {
+            for (JsonNode dp : m.path("histogram").path("dataPoints")) {
+              qSum += dp.path("sum").asDouble();
+              qCount += dp.path("count").asDouble();
+              time = Math.max(time, dp.path("timeUnixNano").asLong());
+              engine = true;
+            }
+          } else if (n.equals(QUEUE_SUM[1]) || n.equals(QUEUE_COUNT_SERVER) || n.equals(PREEMPTIONS)) {
+            for (JsonNode dp : m.path("sum").path("dataPoints")) {
+              double v = dp.has("asDouble") ? dp.get("asDouble").asDouble() : dp.path("asInt").asDouble();
+              if (n.equals(PREEMPTIONS)) {
+                pre += v;
+              } else if (n.equals(QUEUE_COUNT_SERVER)) {
+                qCount += v;
+              } else {
+                qSum += v;
+              }
+              time = Math.max(time, dp.path("timeUnixNano").asLong());
+              engine = true;
+            }
+          }
+        }
+      }
+    }
+    if (engine) {
+      series.times.add(time);
+      series.queueSum.add(qSum);
+      series.queueCount.add(qCount);
+      series.preemptions.add(pre);
+    }
+  }
+
+  /** When the run started, from its summary (for callers that print it). */
+  public Optional<Instant> started() {
+    return summary != null && summary.hasNonNull("started") ? Optional.of(Instant.parse(summary.get("started").asText()))
+        : Optional.empty();
+  }
+}

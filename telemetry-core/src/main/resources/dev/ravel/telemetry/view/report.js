@@ -1,0 +1,223 @@
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var W = 640, H = 240, M = {l: 56, r: 14, t: 24, b: 34};
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var steps = data.steps;
+  var BUCKETS = [["productive", "#59a14f"], ["overhead", "#edc948"], ["idle", "#c8c8c8"], ["wasted", "#e15759"]];
+  var PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"];
+
+  function el(name, attrs, parent) {
+    var e = document.createElementNS(SVG, name);
+    for (var k in attrs) { if (Object.prototype.hasOwnProperty.call(attrs, k)) { e.setAttribute(k, attrs[k]); } }
+    if (parent) { parent.appendChild(e); }
+    return e;
+  }
+
+  function text(parent, x, y, s, anchor) {
+    var t = el("text", {x: x, y: y, "text-anchor": anchor || "middle"}, parent);
+    t.textContent = s;
+    return t;
+  }
+
+  function fmt(v) {
+    var a = Math.abs(v);
+    if (a === 0) { return "0"; }
+    if (v === Math.round(v) && a < 1e6) { return String(v); }
+    if (a >= 1000) { return v.toFixed(0); }
+    if (a >= 10) { return v.toFixed(1); }
+    if (a >= 0.01) { return v.toFixed(3).replace(/0+$/, "").replace(/\.$/, ""); }
+    return v.toExponential(1);
+  }
+
+  function ticks(lo, hi, n) {
+    if (!(hi > lo)) { return [lo]; }
+    var raw = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10)), step = mag;
+    [1, 2, 5, 10].some(function (m) { step = m * mag; return step >= raw; });
+    var out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9 && out.length < 20; v += step) { out.push(v); }
+    return out;
+  }
+
+  function domain(values, zero) {
+    var lo = Infinity, hi = -Infinity;
+    values.forEach(function (v) { if (isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    if (!isFinite(lo)) { return [0, 1]; }
+    if (zero) { lo = Math.min(0, lo); }
+    if (hi === lo) { hi = lo + (lo === 0 ? 1 : Math.abs(lo) * 0.1); lo = zero ? lo : lo - (hi - lo); }
+    var pad = (hi - lo) * 0.05;
+    return [zero && lo >= 0 ? lo : lo - pad, hi + pad];
+  }
+
+  function frame(svg, xd, yd, xLabel, integerX) {
+    var sx = function (x) { return M.l + (xd[1] === xd[0] ? 0.5 : (x - xd[0]) / (xd[1] - xd[0])) * (W - M.l - M.r); };
+    var sy = function (y) { return H - M.b - (y - yd[0]) / (yd[1] - yd[0]) * (H - M.t - M.b); };
+    var grid = el("g", {"class": "grid"}, svg), axis = el("g", {"class": "axis"}, svg);
+    ticks(yd[0], yd[1], 4).forEach(function (v) {
+      el("line", {x1: M.l, x2: W - M.r, y1: sy(v), y2: sy(v)}, grid);
+      text(axis, M.l - 6, sy(v) + 4, fmt(v), "end");
+    });
+    ticks(xd[0], xd[1], 6).filter(function (v) { return !integerX || v === Math.round(v); }).forEach(function (v) {
+      el("line", {x1: sx(v), x2: sx(v), y1: H - M.b, y2: H - M.b + 4}, axis);
+      text(axis, sx(v), H - M.b + 16, fmt(v));
+    });
+    el("path", {d: "M" + M.l + "," + M.t + "V" + (H - M.b) + "H" + (W - M.r)}, axis);
+    text(axis, (M.l + W - M.r) / 2, H - 4, xLabel);
+    return {x: sx, y: sy};
+  }
+
+  function empty(svg, why) {
+    text(svg, W / 2, H / 2, why).setAttribute("class", "empty");
+  }
+
+  function title(node, s) {
+    var t = el("title", {}, node);
+    t.textContent = s;
+  }
+
+  /** Line chart; series: [{name, color, points: [[x, y, step]], band: [[x, lo, hi]]}]. */
+  function lines(id, series, xLabel, integerX) {
+    var svg = document.getElementById(id);
+    var xs = [], ys = [];
+    series.forEach(function (s) {
+      s.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); });
+      (s.band || []).forEach(function (b) { ys.push(b[1]); ys.push(b[2]); });
+    });
+    if (xs.length === 0) { empty(svg, "no data in this run"); return; }
+    var sc = frame(svg, domain(xs, false).map(function (v, i) { return i === 0 ? Math.min.apply(null, xs) : Math.max.apply(null, xs); }),
+      domain(ys, false), xLabel, integerX);
+    series.forEach(function (s, i) {
+      var color = s.color || PALETTE[i % PALETTE.length];
+      if (s.band && s.band.length > 1) {
+        var up = s.band.map(function (b) { return sc.x(b[0]) + "," + sc.y(b[2]); });
+        var down = s.band.slice().reverse().map(function (b) { return sc.x(b[0]) + "," + sc.y(b[1]); });
+        el("polygon", {"class": "band", points: up.concat(down).join(" "), fill: color}, svg);
+      }
+      el("polyline", {"class": "line", stroke: color, points: s.points.map(function (p) { return sc.x(p[0]) + "," + sc.y(p[1]); }).join(" ")}, svg);
+      s.points.forEach(function (p) {
+        var c = el("circle", {"class": "point", cx: sc.x(p[0]), cy: sc.y(p[1]), r: s.points.length > 200 ? 1.5 : 3,
+          fill: color, "data-series": s.name}, svg);
+        if (p[2] !== undefined) { c.setAttribute("data-step", p[2]); }
+        title(c, s.name + (p[2] !== undefined ? " step " + p[2] : " t=" + fmt(p[0]) + " s") + ": " + fmt(p[1]));
+      });
+    });
+    if (series.length > 1) {
+      series.forEach(function (s, i) {
+        var g = el("g", {"class": "legend-entry"}, svg);
+        el("rect", {x: M.l + 8 + i * 170, y: 4, width: 10, height: 10, fill: s.color || PALETTE[i % PALETTE.length]}, g);
+        text(g, M.l + 22 + i * 170, 13, s.name, "start");
+      });
+    }
+  }
+
+  function stepSeries(name, key, color, bandKey) {
+    var pts = [], band = [];
+    steps.forEach(function (s) {
+      if (typeof s[key] === "number") {
+        pts.push([s.step, s[key], s.step]);
+        if (bandKey && typeof s[bandKey] === "number") { band.push([s.step, s[key] - s[bandKey], s[key] + s[bandKey]]); }
+      }
+    });
+    return {name: name, color: color, points: pts, band: bandKey ? band : null};
+  }
+
+  function stacked(id) {
+    var svg = document.getElementById(id);
+    var rows = steps.filter(function (s) { return typeof s.step_s === "number"; });
+    if (rows.length === 0) { empty(svg, "no data in this run"); return; }
+    var totals = rows.map(function (s) { return s.step_s; });
+    var xsRaw = rows.map(function (s) { return s.step; });
+    var lo = Math.min.apply(null, xsRaw) - 0.5, hi = Math.max.apply(null, xsRaw) + 0.5;
+    var sc = frame(svg, [lo, hi], domain(totals, true), "step", true);
+    var bw = Math.max(1, (sc.x(hi) - sc.x(lo)) / rows.length * 0.8);
+    rows.forEach(function (s) {
+      var parts = s.goodput ? BUCKETS.map(function (b) { return [b[0], s.goodput[b[0]] || 0, b[1]]; })
+        : [["unattributed", s.step_s, "#9aa7b8"]];
+      if (s.goodput) {
+        var covered = parts.reduce(function (a, p) { return a + p[1]; }, 0);
+        if (s.step_s - covered > 1e-6) { parts.push(["unattributed", s.step_s - covered, "#9aa7b8"]); }
+      }
+      var base = 0;
+      parts.forEach(function (p) {
+        if (p[1] <= 0) { return; }
+        var r = el("rect", {"class": "bar-part", x: sc.x(s.step) - bw / 2, y: sc.y(base + p[1]), width: bw,
+          height: Math.max(0.5, sc.y(base) - sc.y(base + p[1])), fill: p[2], "data-step": s.step, "data-bucket": p[0]}, svg);
+        title(r, "step " + s.step + " " + p[0] + ": " + fmt(p[1]) + " s");
+        base += p[1];
+      });
+    });
+    BUCKETS.concat([["unattributed", "#9aa7b8"]]).forEach(function (b, i) {
+      var g = el("g", {"class": "legend-entry"}, svg);
+      el("rect", {x: M.l + 8 + i * 100, y: 4, width: 10, height: 10, fill: b[1]}, g);
+      text(g, M.l + 22 + i * 100, 13, b[0], "start");
+    });
+  }
+
+  function engine(id, key) {
+    var series = (data.engine[key] || []).filter(function (s) { return s.points.length > 0; }).map(function (s) {
+      return {name: s.name, points: s.points.map(function (p) { return [p[0], p[1]]; })};
+    });
+    if (series.length === 0) { empty(document.getElementById(id), "no engine metrics in this run"); return; }
+    lines(id, series, "seconds since the run's first span", false);
+  }
+
+  function showStep(step) {
+    var doc = document.querySelector("script.waterfall-doc[data-step='" + step + "']");
+    var heading = document.getElementById("waterfall-title");
+    var frameEl = document.getElementById("waterfall-frame");
+    Array.prototype.forEach.call(document.querySelectorAll("tr.step-row"), function (r) {
+      var on = r.getAttribute("data-step") === String(step);
+      r.classList.toggle("selected", on);
+      if (on) { // into view inside the table's own scroll box, the page stays where it is
+        var box = r.closest("section.steps");
+        var rb = r.getBoundingClientRect(), bb = box ? box.getBoundingClientRect() : null;
+        if (bb && (rb.top < bb.top || rb.bottom > bb.bottom)) {
+          box.scrollTop = Math.max(0, box.scrollTop + rb.top - bb.top - box.clientHeight / 2);
+        }
+      }
+    });
+    if (!doc) {
+      heading.textContent = "Step " + step + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --step " + step + ")";
+      frameEl.removeAttribute("srcdoc");
+      return;
+    }
+    heading.textContent = "Step " + step + " waterfall";
+    frameEl.setAttribute("data-step", String(step));
+    frameEl.removeAttribute("data-loaded");
+    inflate(doc.textContent.trim()).then(function (html) {
+      if (frameEl.getAttribute("data-step") !== String(step)) { return; } // another step was clicked meanwhile
+      frameEl.onload = function () { frameEl.setAttribute("data-loaded", String(step)); };
+      frameEl.srcdoc = html;
+    }, function (err) {
+      heading.textContent = "Step " + step + ": cannot open its waterfall in this browser (" + err + ")";
+    });
+  }
+
+  function inflate(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text();
+  }
+
+  lines("chart-reward", [stepSeries("reward", "reward_mean", "#4e79a7", "reward_std")], "step", true);
+  lines("chart-kl", [stepSeries("kl", "kl", "#b07aa1")], "step", true);
+  lines("chart-loss", [stepSeries("loss", "loss", "#f28e2b")], "step", true);
+  stacked("chart-step-time");
+  engine("chart-engine-queue", "queue_time");
+  engine("chart-engine-preemptions", "preemptions");
+
+  document.addEventListener("click", function (ev) {
+    var t = ev.target.closest ? ev.target.closest("[data-step]") : null;
+    if (t && t.tagName !== "IFRAME") { showStep(t.getAttribute("data-step")); }
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Enter" && ev.target.classList && ev.target.classList.contains("step-row")) {
+      showStep(ev.target.getAttribute("data-step"));
+    }
+  });
+  // report.html#step=N opens step N's waterfall (a link to one step of a run)
+  var wanted = /^#step=(-?\d+)$/.exec(window.location.hash);
+  if (wanted) { showStep(wanted[1]); }
+  window.ravelReport = {showStep: showStep, data: data};
+})();

@@ -1,0 +1,114 @@
+package dev.ravel.telemetry.view;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Base64;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.zip.GZIPInputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+final class RunReportTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir
+  Path dir;
+
+  private static String stepLine(int step, double reward, double kl, String traceId) {
+    return "{\"step\":" + step + ",\"mode\":\"sync\",\"rewardMean\":" + reward + ",\"rewardStd\":0.1,\"kl\":" + kl
+        + ",\"loss\":0.01,\"clipFraction\":0.0,\"tokens\":100,\"tokensPerSecond\":500.0,\"stepSeconds\":0.1,"
+        + "\"phases\":{\"generation\":0.05},\"weightVersion\":" + step + ",\"trajectories\":8,\"droppedForAge\":0,"
+        + "\"rayCalls\":4,\"traceId\":\"" + traceId + "\"}";
+  }
+
+  /** One export of the cumulative engine totals: a queue-time histogram and a preemption counter. */
+  private static String engineExport(long timeNanos, double queueSum, long queueCount, long preemptions) {
+    return "{\"resourceMetrics\":[{\"resource\":{\"attributes\":[]},\"scopeMetrics\":[{\"metrics\":["
+        + "{\"name\":\"rl.engine.queue_time\",\"histogram\":{\"dataPoints\":[{\"timeUnixNano\":\"" + timeNanos
+        + "\",\"count\":\"" + queueCount + "\",\"sum\":" + queueSum + "}]}},"
+        + "{\"name\":\"rl.engine.preemptions\",\"sum\":{\"dataPoints\":[{\"timeUnixNano\":\"" + timeNanos
+        + "\",\"asInt\":\"" + preemptions + "\"}]}}]}]}]}";
+  }
+
+  @Test
+  void read_aRunWithoutSpansDrawsOneRowPerLoggedStepAndTheEngineDeltas() throws Exception {
+    Files.writeString(dir.resolve("steps.jsonl"), stepLine(1, 0.1, 0.0, "a") + "\n" + stepLine(2, 0.3, 0.02, "b")
+        + "\n" + stepLine(3, 0.5, 0.04, "c") + "\n{\"step\":4,\"mode\":\"sy"); // a run killed mid-write
+    Files.writeString(dir.resolve("metrics-generation_worker-7.jsonl"), engineExport(10_000_000_000L, 0.5, 10, 1)
+        + "\n" + engineExport(20_000_000_000L, 2.5, 30, 1) + "\n");
+
+    RunReport report = RunReport.read(dir);
+
+    assertThat(report.stepCount()).isEqualTo(3);
+    assertThat(report.problems()).singleElement().asString().contains("steps.jsonl:4: unreadable line");
+    JsonNode data = report.data();
+    assertThat(data.get("steps")).extracting(s -> s.get("step").asInt()).containsExactly(1, 2, 3);
+    assertThat(data.get("steps")).extracting(s -> s.get("reward_mean").asDouble()).containsExactly(0.1, 0.3, 0.5);
+    JsonNode queue = data.get("engine").get("queue_time").get(0);
+    assertThat(queue.get("name").asText()).isEqualTo("generation_worker-7");
+    // first export: 0.5 s over 10 requests; second: (2.5 - 0.5) s over 20 more
+    assertThat(queue.get("points")).extracting(p -> p.get(1).asDouble()).containsExactly(0.05, 0.1);
+    assertThat(data.get("engine").get("preemptions").get(0).get("points")).extracting(p -> p.get(1).asDouble())
+        .containsExactly(1.0, 0.0);
+    String page = report.render();
+    assertThat(page).doesNotContain("class=\"waterfall-doc\"");
+    assertThat(page).contains("<tr class=\"step-row\" tabindex=\"0\" data-step=\"3\">");
+  }
+
+  @Test
+  void render_embedsEachStepsWaterfallCompressedAndTheGoodputOfItsSpans() throws Exception {
+    RunView run = RunView.of(TestSpans.all());
+    List<JsonNode> steps = List.of(JSON.readTree(stepLine(5, 0.2, 0.01, TestSpans.SYNC_TRACE)));
+
+    RunReport report = RunReport.of("run-test", steps, run);
+    String page = report.render();
+
+    JsonNode row = report.data().get("steps").get(0);
+    assertThat(row.get("step").asLong()).isEqualTo(5);
+    assertThat(row.get("spans").asInt()).isEqualTo(run.step(5).orElseThrow().spanCount());
+    double goodput = 0;
+    for (String b : List.of("productive", "overhead", "idle", "wasted")) {
+      goodput += row.get("goodput").get(b).asDouble();
+    }
+    assertThat(goodput).isCloseTo(0.1, org.assertj.core.data.Offset.offset(1e-9)); // the 100 ms root, all of it
+    Matcher m = Pattern.compile("<script type=\"application/gzip\\+base64\" class=\"waterfall-doc\" data-step=\"(\\d+)\">"
+        + "([A-Za-z0-9+/=]+)</script>").matcher(page);
+    int docs = 0;
+    while (m.find()) {
+      docs++;
+      String html = new String(new GZIPInputStream(new ByteArrayInputStream(Base64.getDecoder().decode(m.group(2))))
+          .readAllBytes(), StandardCharsets.US_ASCII);
+      assertThat(html).startsWith("<!DOCTYPE html>").contains("step " + m.group(1));
+    }
+    assertThat(docs).isEqualTo(run.steps().size());
+    assertThat(report.render(1)).containsOnlyOnce("class=\"waterfall-doc\"");
+    assertThat(page.chars().allMatch(c -> c < 0x7f)).as("ASCII").isTrue();
+    assertThat(page).contains("default-src 'none'").doesNotContainPattern("(src|href|action)=[\"']?(https?:)?//");
+  }
+
+  @Test
+  void render_namesInTheDataCannotCloseTheScriptOrInjectMarkup() throws Exception {
+    Files.writeString(dir.resolve("steps.jsonl"), stepLine(1, 0.1, 0.0, "a") + "\n");
+    Files.writeString(dir.resolve("run.json"), "{\"run_id\":\"</script><b>x\",\"mode\":\"<i>sync\"}");
+
+    String page = RunReport.read(dir).render();
+
+    assertThat(page).doesNotContain("</script><b>").doesNotContain("<i>sync").contains("&lt;i&gt;sync");
+  }
+
+  @Test
+  void read_aFolderWithoutStepsOrSpansIsAClearError() {
+    assertThatThrownBy(() -> RunReport.read(dir)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no steps").hasMessageContaining(dir.toString());
+    assertThatThrownBy(() -> RunReport.read(dir.resolve("nope"))).hasMessageContaining("no such run folder");
+  }
+}
