@@ -44,6 +44,16 @@ final class OtelStandardVariablesIT {
           "telemetry.run_id=it-otel-vars");
 
       assertThat(r.exitCode()).as("stdout:\n%s\nstderr:\n%s", r.stdout(), r.stderr()).isZero();
+      // Ray's own messages are not on the terminal: its native log lines and log4j's status lines go to the
+      // driver's log file, which the run names at its end
+      assertThat((r.stdout() + r.stderr()).lines())
+          .noneMatch(l -> l.matches("^\\[\\d{4}-\\d\\d-\\d\\d [\\d:,]+ [DIWEF] \\d+ \\d+\\] .*"))
+          .noneMatch(l -> l.contains("Starting configuration") || l.contains("Stopping configuration"));
+      java.util.regex.Matcher log = java.util.regex.Pattern.compile("Ray's messages: (\\S+)").matcher(r.stdout());
+      if (log.find()) {
+        assertThat(Path.of(log.group(1))).isRegularFile();
+        java.nio.file.Files.deleteIfExists(Path.of(log.group(1)));
+      }
       assertThat(traces.spans()).isNotEmpty().allSatisfy(s -> {
         assertThat(s.service()).isEqualTo("grpo-it");
         assertThat(s.resource()).containsEntry("deployment.environment.name", "it").containsEntry("team", "rl infra")
