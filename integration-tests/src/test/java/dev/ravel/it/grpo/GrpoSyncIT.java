@@ -42,7 +42,7 @@ final class GrpoSyncIT {
     com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
     for (int i = 0; i < STEPS; i++) {
       com.fasterxml.jackson.databind.JsonNode line = json.readTree(lines.get(i));
-      assertThat(line.get("step").asInt()).isEqualTo(i);
+      assertThat(line.get("step").asInt()).isEqualTo(i + 1); // numbered from 1, as the progress line counts
       assertThat(line.get("traceId").asText()).isEqualTo(run.steps().get(i).traceId());
       assertThat(line.get("rewardMean").asDouble()).isEqualTo(run.steps().get(i).rewardMean());
       assertThat(line.get("rewardStd").asDouble()).isBetween(0.0, 0.5);
@@ -98,7 +98,7 @@ final class GrpoSyncIT {
           .isEqualTo(only(byName, "rl.grpo.policy_and_reference_logprobs").spanId());
       assertThat(only(byName, "rl.trainer.train").parentSpanId())
           .isEqualTo(only(byName, "rl.grpo.policy_training").spanId());
-      if (step > 0) {
+      if (step > 1) { // the first step (rl.step 1) starts from the initial weights: no refit
         SpanRecord refit = only(byName, "rl.grpo.refit");
         assertThat(refit.parentSpanId()).isEqualTo(root.spanId());
         assertThat(byName.get("rl.worker.update_weights")).hasSize(WORKERS)
