@@ -78,9 +78,10 @@ class GenerationWorkerImpl(_Telemetry):
         return self.engine.submit(requests, otel_context.get_current())
 
     @role_method()
-    def generate_async(self, request: GenerationRequest) -> GenerationResult:
-        """Async mode: one request; many such calls run at once and the engine batches them."""
-        return self.engine.submit([request], otel_context.get_current())[0]
+    def generate_async(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Async mode: a chunk of one target step's groups; several such calls run at once and the engine
+        batches all their requests together. Results in request order."""
+        return self.engine.submit(requests, otel_context.get_current())
 
     @role_method()
     def update_weights(self, blob: bytes) -> int:

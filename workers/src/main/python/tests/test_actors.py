@@ -42,8 +42,9 @@ def test_generate_and_generate_async(worker):
     reqs = [request("a", [3, 10, 4, 12], seed=1), request("b", [1, 10, 1, 12], seed=2)]
     results = call(worker.generate, reqs, carrier=carrier())
     assert [r["request_id"] for r in results] == ["a", "b"]
-    single = call(worker.generate_async, reqs[0], carrier=carrier())
-    assert single["completion_tokens"] == results[0]["completion_tokens"]
+    chunk = call(worker.generate_async, [reqs[0]], carrier=carrier())
+    assert [r["request_id"] for r in chunk] == ["a"]
+    assert chunk[0]["completion_tokens"] == results[0]["completion_tokens"]
     stats = call(worker.engine_stats)
     assert sum(stats["finished"].values()) == 3 and stats["prompt_tokens"] == 12
     names = sorted(s["name"] for s in spans_of(worker.telemetry))
@@ -156,9 +157,9 @@ def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
         w = actors.GenerationWorker.options(max_concurrency=4, num_cpus=0).remote(json.dumps(worker_spec()))
         t = actors.PolicyTrainer.options(num_cpus=0).remote(json.dumps(trainer_spec()))
         c = carrier()
-        futures = [w.generate_async.remote(c, json.dumps([request(f"r{i}", [1, 10, i % 5, 12], seed=i)]))
+        futures = [w.generate_async.remote(c, json.dumps([[request(f"r{i}", [1, 10, i % 5, 12], seed=i)]]))
                    for i in range(8)]
-        results = [json.loads(r) for r in ray.get(futures, timeout=120)]
+        results = [r for chunk in ray.get(futures, timeout=120) for r in json.loads(chunk)]
         assert sorted(r["request_id"] for r in results) == [f"r{i}" for i in range(8)]
         blob_ref = t.weights.remote(c, "[]")
         assert json.loads(ray.get(w.update_weights.remote(c, json.dumps([{"$ref": 0}]), blob_ref), timeout=60)) == 0

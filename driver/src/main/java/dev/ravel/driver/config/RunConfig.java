@@ -54,7 +54,7 @@ public final class RunConfig {
     section("model", "family", "gpt2", "layers", 2, "hidden", 128, "heads", 4);
     section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
-        "max_trajectory_age_steps", 1, "checkpoint_every", 0);
+        "max_trajectory_age_steps", 1, "checkpoint_every", 0, "groups_per_call", 0);
   }
 
   private static void section(String name, Object... kv) {
@@ -211,6 +211,14 @@ public final class RunConfig {
     positive("generation.max_concurrency");
     if (integer("grpo.max_trajectory_age_steps") < 0) {
       throw new ConfigException("grpo.max_trajectory_age_steps", "must not be negative");
+    }
+    if (integer("grpo.groups_per_call") < 0) {
+      throw new ConfigException("grpo.groups_per_call", "must not be negative (0: a step's groups split evenly over "
+          + "the generation workers)");
+    }
+    if (integer("grpo.groups_per_call") > integer("grpo.prompts_per_step")) {
+      throw new ConfigException("grpo.groups_per_call", integer("grpo.groups_per_call")
+          + " is more than grpo.prompts_per_step (" + integer("grpo.prompts_per_step") + ")");
     }
     if (integer("grpo.checkpoint_every") < 0) {
       throw new ConfigException("grpo.checkpoint_every", "must not be negative");

@@ -12,9 +12,7 @@ import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.trainer.TrainOutcome;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Asynchronous GRPO: the collector generates ahead. A step waits for its batch
@@ -23,8 +21,6 @@ import java.util.Set;
  * new version, under which the collector's next generation nests.
  */
 final class AsyncLoop {
-  /** The most producer spans one step links to. */
-  static final int MAX_LINKS = 128;
   /** How long one take from the buffer waits before the loop checks the collector for a failure. */
   private static final long TAKE_WAIT_MS = 2_000L;
   /** How long a step waits for its batch in all. */
@@ -140,16 +136,21 @@ final class AsyncLoop {
     return out;
   }
 
-  /** Links the step to the {@code rl.vllm.generate} spans that produced its trajectories (at most 128). */
+  /**
+   * Links the step to every {@code rl.vllm.generate} span that produced one of its trajectories, each link
+   * saying how many ({@code rl.link.trajectories}). With calls per chunk of groups that is a handful; the
+   * SDK's link limit is raised to {@code ProcessTelemetry.MAX_LINKS} so none is dropped.
+   */
   static void link(ScopedSpan step, List<Rollout> rollouts) {
-    Set<SpanLink> producers = new LinkedHashSet<>();
+    java.util.Map<SpanLink, Long> producers = new java.util.LinkedHashMap<>();
     for (Rollout r : rollouts) {
       for (SpanLink l : r.generateSpans()) {
-        if (l.isValid() && producers.size() < MAX_LINKS) {
-          producers.add(l);
+        if (l.isValid()) {
+          producers.merge(l, 1L, Long::sum);
         }
       }
     }
-    producers.forEach(step::link);
+    producers.forEach((l, n) -> step.link(l, io.opentelemetry.api.common.Attributes.of(
+        dev.ravel.telemetry.spans.RavelAttributes.LINK_TRAJECTORIES, n)));
   }
 }

@@ -95,13 +95,19 @@ final class GrpoActors {
       buffer = session.actor(ReplayBufferActor::new, ReplayBuffer.class).maxConcurrency(SERVICE_CONCURRENCY).remote();
       CollectorSpec cs = new CollectorSpec(workers, reward, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
-          Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, settings.promptsPerStep() * settings.groupSize())));
+          Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
+          settings.groupsPerCall());
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).remote();
     }
     GrpoActors actors = new GrpoActors(workers, reward, trainer, buffer, collector);
     actors.awaitReady();
     return actors;
+  }
+
+  /** Generate calls the collector makes for one target step. */
+  static int callsPerTarget(GrpoSettings settings) {
+    return (settings.promptsPerStep() + settings.groupsPerCall() - 1) / settings.groupsPerCall();
   }
 
   private void awaitReady() {

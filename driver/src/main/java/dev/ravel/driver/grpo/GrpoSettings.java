@@ -26,10 +26,13 @@ import dev.ravel.workers.python.PythonModel;
  * @param modelName the policy's name in engine spans and metrics, and the model requested from servers
  * @param servers the inference servers of the openai backend; null for the embedded engine
  * @param python the Python workers' settings; null when the workers are Java
+ * @param groupsPerCall groups per async generate call ({@code grpo.groups_per_call}; 0 there: a step's groups
+ *     split evenly over the workers, one call each)
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
-    GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python) {
+    GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
+    int groupsPerCall) {
 
   /** The longest prompt of the task ({@code "a+b="}), plus headroom, for the Python model's positions. */
   static final int MAX_PROMPT_TOKENS = 8;
@@ -76,7 +79,13 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         config.integer("grpo.max_trajectory_age_steps"), config.integer("grpo.checkpoint_every"),
         config.integer("generation.workers"), config.integer("generation.kv_token_budget"),
         config.integer("generation.max_running_requests"), config.integer("generation.max_concurrency"), grpo,
-        sampling, config.string("generation.model"), config.serverBackend(), python(config, maxNewTokens));
+        sampling, config.string("generation.model"), config.serverBackend(), python(config, maxNewTokens),
+        groupsPerCall(config.integer("grpo.groups_per_call"), prompts, config.integer("generation.workers")));
+  }
+
+  /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */
+  static int groupsPerCall(int configured, int prompts, int workers) {
+    return configured > 0 ? configured : Math.max(1, (prompts + workers - 1) / workers);
   }
 
   private static Python python(RunConfig config, int maxNewTokens) {

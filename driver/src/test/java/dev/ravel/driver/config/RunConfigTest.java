@@ -29,6 +29,15 @@ final class RunConfigTest {
   // ---------------------------------------------------------------- defaults, file, overrides
 
   @Test
+  void load_groupsPerCallMustFitTheStep() {
+    assertThat(RunConfig.load(null, List.of(), Map.of()).integer("grpo.groups_per_call")).isZero();
+    assertConfigError(() -> RunConfig.load(null, List.of("grpo.groups_per_call=-1"), Map.of()), "grpo.groups_per_call");
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("grpo.prompts_per_step=4",
+        "grpo.groups_per_call=5"), Map.of()), "grpo.groups_per_call");
+    assertThat(e.getMessage()).contains("grpo.prompts_per_step (4)");
+  }
+
+  @Test
   void load_withoutFileGivesTheDefaults() {
     RunConfig c = RunConfig.load(null, List.of(), Map.of());
 

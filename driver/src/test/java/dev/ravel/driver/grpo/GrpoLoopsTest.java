@@ -67,7 +67,10 @@ final class GrpoLoopsTest {
 
   private final InMemorySpanExporter exporter = InMemorySpanExporter.create();
   private final OpenTelemetrySdk otel = OpenTelemetrySdk.builder()
-      .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build())
+      .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter))
+          .setSpanLimits(io.opentelemetry.sdk.trace.SpanLimits.builder()
+              .setMaxNumberOfLinks(dev.ravel.telemetry.sdk.ProcessTelemetry.MAX_LINKS).build()) // as every process
+          .build())
       .build();
   private final Spans spans = Spans.create(otel, EnumSet.allOf(SpanGroup.class));
   private final CharTokenizer tokenizer = CharTokenizer.arithmetic();
@@ -109,7 +112,7 @@ final class GrpoLoopsTest {
     if (s.async()) {
       buffer = local(new ReplayBufferActor(), ReplayBuffer.class, 4);
       CollectorSpec cs = new CollectorSpec(workers, reward, buffer, s.promptsPerStep(), s.groupSize(), s.sampling(),
-          s.seed(), (int) s.maxAge() + 1, 8);
+          s.seed(), (int) s.maxAge() + 1, 8, s.groupsPerCall());
       collector = local(new TrajectoryCollectorActor(Payload.of(cs)), TrajectoryCollector.class, 4);
     }
     return new GrpoActors(workers, reward, trainer, buffer, collector);
@@ -190,9 +193,9 @@ final class GrpoLoopsTest {
   }
 
   @Test
-  void link_everyDistinctProducerOnceNoneSkippedAtMostMaxLinks() {
+  void link_everyDistinctProducerOnceWithItsTrajectoryCountNoneSkipped() {
     List<SpanLink> producers = new ArrayList<>();
-    for (int i = 0; i < AsyncLoop.MAX_LINKS + 10; i++) {
+    for (int i = 0; i < 4096; i++) {
       producers.add(SpanLink.of(SpanContext.create("0af7651916cd43dd8448eb211c80319c", String.format("%016x", i + 1),
           TraceFlags.getSampled(), TraceState.getDefault())));
     }
@@ -214,7 +217,10 @@ final class GrpoLoopsTest {
     List<SpanData> steps = exporter.getFinishedSpanItems();
     assertThat(steps.get(0).getLinks()).extracting(l -> l.getSpanContext().getSpanId())
         .containsExactly(producers.get(0).spanId(), producers.get(1).spanId());
-    assertThat(steps.get(1).getLinks()).hasSize(AsyncLoop.MAX_LINKS);
+    assertThat(steps.get(0).getLinks()).extracting(l -> l.getAttributes().get(RavelAttributes.LINK_TRAJECTORIES))
+        .containsExactly(2L, 1L);
+    // 4,096 trajectories from 4,096 calls: every producer linked (the provider's link limit is raised)
+    assertThat(steps.get(1).getLinks()).hasSize(producers.size());
   }
 
   @Test

@@ -41,4 +41,12 @@ final class GrpoSettingsTest {
     assertThat(of("grpo.steps=4").checkpointAfter(2)).isFalse();
     assertThat(of("grpo.steps=4").checkpointAfter(3)).isTrue();
   }
+
+  @Test
+  void groupsPerCall_zeroSplitsTheStepsGroupsEvenlyOverTheWorkers() {
+    assertThat(of("grpo.prompts_per_step=32", "generation.workers=2").groupsPerCall()).isEqualTo(16);
+    assertThat(of("grpo.prompts_per_step=3", "generation.workers=2").groupsPerCall()).isEqualTo(2);
+    assertThat(of("grpo.prompts_per_step=3", "generation.workers=5").groupsPerCall()).isEqualTo(1);
+    assertThat(of("grpo.prompts_per_step=32", "grpo.groups_per_call=4").groupsPerCall()).isEqualTo(4);
+  }
 }

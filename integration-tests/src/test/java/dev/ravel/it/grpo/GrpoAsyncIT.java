@@ -55,7 +55,9 @@ final class GrpoAsyncIT {
         flows.computeIfAbsent(e.get("id").asLong(), k -> new java.util.ArrayList<>()).add(ph);
       }
     }
-    assertThat(flows).hasSize(STEPS * PROMPTS * GROUP)
+    int links = run.traces().named("rl.grpo.step").stream().mapToInt(s -> s.links().size()).sum();
+    assertThat(links).isPositive();
+    assertThat(flows).hasSize(links)
         .allSatisfy((id, phases) -> assertThat(phases).containsExactlyInAnyOrder("s", "f"));
   }
 
@@ -79,7 +81,11 @@ final class GrpoAsyncIT {
   @Test
   void generate_everyAsyncCallIsWrappedWithWorkerAndEngineSpansBeneath() {
     List<SpanRecord> generates = run.traces().named("rl.vllm.generate");
-    assertThat(generates).hasSizeGreaterThanOrEqualTo(STEPS * PROMPTS * GROUP).allSatisfy(g -> {
+    // one call per worker and target step (3 groups over 2 workers: calls of 2 and 1 groups), not one per rollout
+    assertThat(generates).hasSizeGreaterThanOrEqualTo(STEPS * 2).hasSizeLessThanOrEqualTo((STEPS + 1) * 2);
+    assertThat(generates.stream().mapToLong(g -> (Long) g.attributes().get("rl.num_requests")).sum())
+        .isGreaterThanOrEqualTo(STEPS * PROMPTS * GROUP);
+    assertThat(generates).allSatisfy(g -> {
       assertThat(g.attributes()).containsEntry("rl.generation.mode", "async")
           .containsKeys("rl.weight_version", "rl.target_weight_version");
       assertThat(byId.get(g.parentSpanId()).name()).isEqualTo("rl.grpo.generation");
@@ -96,7 +102,10 @@ final class GrpoAsyncIT {
     List<SpanRecord> steps = run.traces().named("rl.grpo.step");
     assertThat(steps).hasSize(STEPS);
     for (SpanRecord step : steps) {
-      assertThat(step.links()).hasSize(PROMPTS * GROUP).allSatisfy(l -> {
+      // a link per producing call, saying how many of the step's trajectories it produced: they add up
+      assertThat(step.links().stream().mapToLong(l -> (Long) l.attributes().get("rl.link.trajectories")).sum())
+          .isEqualTo(PROMPTS * GROUP);
+      assertThat(step.links()).hasSizeLessThanOrEqualTo(PROMPTS).allSatisfy(l -> {
         SpanRecord target = byId.get(l.spanId());
         assertThat(target).isNotNull();
         assertThat(target.name()).isEqualTo("rl.vllm.generate");

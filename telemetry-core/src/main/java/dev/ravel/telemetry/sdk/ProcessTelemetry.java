@@ -44,6 +44,12 @@ import org.slf4j.LoggerFactory;
 public final class ProcessTelemetry implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ProcessTelemetry.class);
 
+  /**
+   * Links a span may carry (the SDK's default is 128): an async step links to every generate call that
+   * produced one of its trajectories, as many as its groups when a call carries one group.
+   */
+  public static final int MAX_LINKS = 8192;
+
   private final TelemetryConfig config;
   private final String role;
   private final Resource resource;
@@ -92,7 +98,9 @@ public final class ProcessTelemetry implements AutoCloseable {
           .setInterval(b.metricInterval).build());
     }
     this.meters = mp.build();
-    io.opentelemetry.sdk.trace.SdkTracerProviderBuilder tp = SdkTracerProvider.builder().setResource(resource).setSampler(Sampler.alwaysOn());
+    io.opentelemetry.sdk.trace.SdkTracerProviderBuilder tp = SdkTracerProvider.builder().setResource(resource)
+        .setSampler(Sampler.alwaysOn())
+        .setSpanLimits(io.opentelemetry.sdk.trace.SpanLimits.builder().setMaxNumberOfLinks(MAX_LINKS).build());
     tp.addSpanProcessor(counters.endCounter());
     if (!exporters.isEmpty()) {
       SpanExporter exporter = exporters.size() == 1 ? exporters.get(0) : SpanExporter.composite(exporters);

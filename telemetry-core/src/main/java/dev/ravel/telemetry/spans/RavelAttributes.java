@@ -44,6 +44,8 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> NUM_REQUESTS = AttributeKey.longKey("rl.num_requests");
   /** Trajectories a step trained on. */
   public static final AttributeKey<Long> NUM_TRAJECTORIES = AttributeKey.longKey("rl.num_trajectories");
+  /** On a step's link to an {@code rl.vllm.generate} span: how many of the step's trajectories that call produced. */
+  public static final AttributeKey<Long> LINK_TRAJECTORIES = AttributeKey.longKey("rl.link.trajectories");
   /** Trajectories discarded while gathering a step's batch because their weights were too old. */
   public static final AttributeKey<Long> DROPPED_TRAJECTORIES = AttributeKey.longKey("rl.dropped_trajectories");
   /** Groups of a step whose rewards were all equal, so their advantages (and their learning signal) are zero. */

@@ -54,6 +54,14 @@ public final class ScopedSpan implements AutoCloseable {
     return other == null ? this : link(other.spanContext());
   }
 
+  /** Links this span to one another process handed over, with attributes on the link. */
+  public ScopedSpan link(SpanLink other, io.opentelemetry.api.common.Attributes attributes) {
+    if (recording && other != null && other.isValid()) {
+      span.addLink(other.spanContext(), attributes);
+    }
+    return this;
+  }
+
   /** A link to this span, for another process to link to; {@link SpanLink#NONE} when it is not recorded. */
   public SpanLink asLink() {
     return recording ? SpanLink.of(span.getSpanContext()) : SpanLink.NONE;

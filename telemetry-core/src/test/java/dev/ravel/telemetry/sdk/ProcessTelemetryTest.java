@@ -198,6 +198,24 @@ final class ProcessTelemetryTest {
   }
 
   @Test
+  void spans_carryMoreLinksThanTheSdkDefaultOf128() throws IOException {
+    ProcessTelemetry t = ProcessTelemetry.builder(config(ExporterKind.FILE)).role("driver").start();
+    try (ScopedSpan step = t.spans().start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {
+      for (int i = 0; i < 4096; i++) {
+        step.link(dev.ravel.telemetry.context.SpanLink.of(io.opentelemetry.api.trace.SpanContext.create(
+            "0af7651916cd43dd8448eb211c80319c", String.format("%016x", i + 1), io.opentelemetry.api.trace.TraceFlags
+                .getSampled(), io.opentelemetry.api.trace.TraceState.getDefault())));
+      }
+    }
+    t.close();
+
+    JsonNode line = JSON.readTree(Files.readAllLines(t.spanFile().orElseThrow()).get(0));
+    JsonNode span = line.get("resourceSpans").get(0).get("scopeSpans").get(0).get("spans").get(0);
+    assertThat(span.get("links")).hasSize(4096);
+    assertThat(span.path("droppedLinksCount").asInt()).isZero();
+  }
+
+  @Test
   void close_secondCloseIsHarmless() {
     ProcessTelemetry t = ProcessTelemetry.builder(config(ExporterKind.FILE)).role("driver").start();
     t.spans().start(SpanGroup.STEP, SpanNames.GRPO_STEP).close();

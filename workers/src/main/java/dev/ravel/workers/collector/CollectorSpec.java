@@ -15,10 +15,12 @@ import java.util.List;
  * @param groupSize completions per prompt (G)
  * @param lead how many steps ahead of the published version it generates ({@code max_trajectory_age_steps + 1})
  * @param maxInFlight generate calls in flight at once
+ * @param groupsPerCall groups per generate call (a target step's groups go out in calls of this many, round
+ *     robin over the workers)
  */
 public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
     RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
-    int lead, int maxInFlight) implements Serializable {
+    int lead, int maxInFlight, int groupsPerCall) implements Serializable {
   public CollectorSpec {
     workers = List.copyOf(workers);
     if (workers.isEmpty()) {
@@ -26,6 +28,9 @@ public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, Ra
     }
     if (lead < 1) {
       throw new IllegalArgumentException("lead must be at least 1, got " + lead);
+    }
+    if (groupsPerCall < 1) {
+      throw new IllegalArgumentException("groupsPerCall must be at least 1, got " + groupsPerCall);
     }
     if (maxInFlight < 1) {
       throw new IllegalArgumentException("maxInFlight must be at least 1, got " + maxInFlight);

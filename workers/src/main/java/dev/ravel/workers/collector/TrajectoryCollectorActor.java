@@ -22,6 +22,8 @@ import dev.ravel.workers.task.ArithmeticTask;
 import io.opentelemetry.context.Context;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -162,7 +164,12 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
     }
   }
 
-  /** One target step's groups, in a {@code rl.grpo.generation} span under the publishing step. */
+  /**
+   * One target step's groups, in a {@code rl.grpo.generation} span under the publishing step: one generate
+   * call per chunk of {@code groupsPerCall} groups, round robin over the workers, all in flight at once; each
+   * chunk is scored and its groups pushed to the replay buffer as soon as its call returns, not when the
+   * whole step's batch is done.
+   */
   private void generateTarget(Target t) {
     try (ScopedSpan s = spans().start(Phase.GENERATION, t.parent)) {
       s.set(RavelAttributes.GENERATION_MODE, "async")
@@ -171,48 +178,54 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
       StepBatch batch = StepBatch.plan(task, tokenizer, spec.promptsPerStep(), spec.groupSize(), spec.sampling(),
           spec.seed(), t.step);
       Context here = Context.current();
-      List<Future<Generated>> futures = new ArrayList<>();
-      for (int i = 0; i < batch.requests().size(); i++) {
-        GenerationRequest req = batch.requests().get(i);
-        int worker = i % spec.workers().size();
-        futures.add(calls.submit(here.wrap(() -> generateOne(req, worker, t.step))));
+      CompletionService<Chunk> done = new ExecutorCompletionService<>(calls);
+      List<Future<Chunk>> futures = new ArrayList<>();
+      int groupsTotal = batch.problems().size();
+      for (int from = 0, call = 0; from < groupsTotal; from += spec.groupsPerCall(), call++) {
+        int first = from;
+        int last = Math.min(groupsTotal, from + spec.groupsPerCall());
+        int worker = call % spec.workers().size();
+        futures.add(done.submit(here.wrap(() -> generateChunk(batch, first, last, worker, t.step))));
       }
-      List<Generated> done = new ArrayList<>();
-      List<GenerationResult> results = new ArrayList<>();
-      for (Future<Generated> f : futures) {
-        try {
-          Generated g = await(f);
-          done.add(g);
-          results.add(g.result.requireSucceeded());
-        } catch (RuntimeException e) {
-          futures.forEach(x -> x.cancel(false)); // the target is lost: issue nothing more for it
-          throw e;
+      try {
+        for (int i = 0; i < futures.size(); i++) {
+          push(batch, t, await(take(done)));
         }
+      } catch (RuntimeException e) {
+        futures.forEach(x -> x.cancel(false)); // the target is lost: issue nothing more for it
+        throw e;
       }
-      rewardCalls.incrementAndGet();
-      double[] rewards = spec.reward().call(RewardEnvironment::score, batch.problemPerRequest(),
-          results.stream().map(GenerationResult::completionTokens).toList()).get();
-      List<Trajectory> made = batch.trajectories(results, rewards);
-      List<Rollout> rollouts = new ArrayList<>();
-      int g = spec.groupSize();
-      for (int p = 0; p < batch.problems().size(); p++) {
-        List<Generated> group = done.subList(p * g, (p + 1) * g);
-        long oldest = Long.MAX_VALUE;
-        for (Generated x : group) {
-          oldest = Math.min(oldest, Math.min(x.result.weightVersion(), x.versionAtCall));
-        }
-        rollouts.add(new Rollout(batch.problems().get(p), made.subList(p * g, (p + 1) * g), oldest, t.step,
-            group.stream().map(Generated::generateSpan).toList()));
-        groups.incrementAndGet();
-        trajectories.addAndGet(g);
-      }
-      bufferCalls.incrementAndGet();
-      spec.buffer().call(ReplayBuffer::push, rollouts).get();
     }
   }
 
-  /** One generate call, wrapped in {@code rl.vllm.generate}; waits while the collector is paused. */
-  private Generated generateOne(GenerationRequest req, int worker, long step) throws InterruptedException {
+  /** Scores one returned chunk and pushes its groups to the buffer, each naming the call that produced it. */
+  private void push(StepBatch batch, Target t, Chunk c) {
+    rewardCalls.incrementAndGet();
+    double[] rewards = spec.reward().call(RewardEnvironment::score, batch.problemPerRequest(c.from, c.to),
+        c.results.stream().map(GenerationResult::completionTokens).toList()).get();
+    List<Trajectory> made = batch.trajectories(c.from, c.to, c.results, rewards);
+    int g = spec.groupSize();
+    List<Rollout> rollouts = new ArrayList<>();
+    for (int p = c.from; p < c.to; p++) {
+      int at = (p - c.from) * g;
+      long oldest = c.versionAtCall;
+      for (GenerationResult r : c.results.subList(at, at + g)) {
+        oldest = Math.min(oldest, r.weightVersion());
+      }
+      rollouts.add(new Rollout(batch.problems().get(p), made.subList(at, at + g), oldest, t.step,
+          java.util.Collections.nCopies(g, c.span)));
+      groups.incrementAndGet();
+      trajectories.addAndGet(g);
+    }
+    bufferCalls.incrementAndGet();
+    spec.buffer().call(ReplayBuffer::push, rollouts).get();
+  }
+
+  /**
+   * One generate call for groups {@code [from, to)} of a target step, wrapped in {@code rl.vllm.generate};
+   * waits while the collector is paused.
+   */
+  private Chunk generateChunk(StepBatch batch, int from, int to, int worker, long step) throws InterruptedException {
     synchronized (gate) {
       while (paused && !stopped) {
         gate.wait(200);
@@ -223,13 +236,21 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
       inFlight.incrementAndGet();
     }
     long v = version;
+    List<GenerationRequest> requests = batch.requests(from, to);
     try (ScopedSpan s = spans().start(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE)) {
       s.set(RavelAttributes.GENERATION_MODE, "async")
           .set(RavelAttributes.WEIGHT_VERSION, v)
-          .set(RavelAttributes.TARGET_WEIGHT_VERSION, step);
+          .set(RavelAttributes.TARGET_WEIGHT_VERSION, step)
+          .set(RavelAttributes.NUM_PROMPTS, (long) (to - from))
+          .set(RavelAttributes.NUM_REQUESTS, (long) requests.size());
       generateCalls.incrementAndGet();
-      GenerationResult r = spec.workers().get(worker).call(GenerationWorker::generateAsync, req).get();
-      return new Generated(r, s.asLink(), v);
+      List<GenerationResult> results = spec.workers().get(worker).call(GenerationWorker::generateAsync, requests).get();
+      if (results.size() != requests.size()) {
+        throw new IllegalStateException("worker " + worker + " returned " + results.size() + " results for "
+            + requests.size() + " requests");
+      }
+      results.forEach(GenerationResult::requireSucceeded);
+      return new Chunk(from, to, results, s.asLink(), v);
     } finally {
       synchronized (gate) {
         inFlight.decrementAndGet();
@@ -238,7 +259,16 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
     }
   }
 
-  private static Generated await(Future<Generated> f) {
+  private static Future<Chunk> take(CompletionService<Chunk> done) {
+    try {
+      return done.take();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  private static Chunk await(Future<Chunk> f) {
     try {
       return f.get();
     } catch (InterruptedException e) {
@@ -252,5 +282,6 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
 
   private record Target(long step, long version, Context parent) {}
 
-  private record Generated(GenerationResult result, SpanLink generateSpan, long versionAtCall) {}
+  /** One returned call: groups {@code [from, to)}, their results in request order, the call's span. */
+  private record Chunk(int from, int to, List<GenerationResult> results, SpanLink span, long versionAtCall) {}
 }

@@ -134,7 +134,9 @@ public final class EmbeddedEngine implements AutoCloseable {
         results.add(f.get());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new CancellationException("interrupted while waiting for " + futures.size() + " generation results");
+        throw new CancellationException("interrupted while waiting for " + futures.size() + " generation results ("
+            + requests.get(0).requestId() + (requests.size() > 1 ? " and " + (requests.size() - 1) + " more" : "")
+            + ")");
       } catch (ExecutionException e) {
         throw new IllegalStateException("engine request failed", e.getCause());
       }

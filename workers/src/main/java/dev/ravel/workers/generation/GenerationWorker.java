@@ -19,10 +19,11 @@ public interface GenerationWorker extends RavelRole {
   List<GenerationResult> generate(List<GenerationRequest> requests);
 
   /**
-   * Async mode: one request. The actor serves many such calls at once (its max concurrency) and the
-   * engine batches them.
+   * Async mode: a chunk of one target step's groups (the collector's call per worker and target step, or
+   * per {@code grpo.groups_per_call} groups); results in request order. The actor serves several such calls
+   * at once (its max concurrency) and the engine batches all their requests together.
    */
-  GenerationResult generateAsync(GenerationRequest request);
+  List<GenerationResult> generateAsync(List<GenerationRequest> requests);
 
   /**
    * Loads the weights behind {@code weights}, one object in the object store that every worker is passed by

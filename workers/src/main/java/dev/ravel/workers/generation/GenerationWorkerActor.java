@@ -56,8 +56,8 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
   }
 
   @Override
-  public GenerationResult generateAsync(GenerationRequest request) {
-    return backend.generate(request.withCarrier(TraceCarrier.current()));
+  public List<GenerationResult> generateAsync(List<GenerationRequest> requests) {
+    return generate(requests);
   }
 
   @Override

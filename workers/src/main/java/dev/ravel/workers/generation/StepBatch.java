@@ -64,19 +64,40 @@ public record StepBatch(long step, int groupSize, List<Problem> problems, List<G
    * @throws IllegalStateException when a generation failed or was aborted (the engine's reason named)
    */
   public List<Trajectory> trajectories(List<GenerationResult> results, double[] rewards) {
-    if (results.size() != requests.size() || rewards.length != requests.size()) {
-      throw new IllegalArgumentException("expected " + requests.size() + " results and rewards, got "
+    return trajectories(0, problems.size(), results, rewards);
+  }
+
+  /**
+   * The trajectories of groups {@code [fromGroup, toGroup)} from their results (in request order) with their
+   * rewards: what one chunked generate call returns.
+   *
+   * @throws IllegalStateException when a result is for another request than its place says
+   */
+  public List<Trajectory> trajectories(int fromGroup, int toGroup, List<GenerationResult> results, double[] rewards) {
+    List<GenerationRequest> asked = requests(fromGroup, toGroup);
+    if (results.size() != asked.size() || rewards.length != asked.size()) {
+      throw new IllegalArgumentException("expected " + asked.size() + " results and rewards, got "
           + results.size() + " and " + rewards.length);
     }
     List<Trajectory> out = new ArrayList<>(results.size());
     for (int i = 0; i < results.size(); i++) {
       GenerationResult r = results.get(i);
-      if (!r.requestId().equals(requests.get(i).requestId())) {
+      if (!r.requestId().equals(asked.get(i).requestId())) {
         throw new IllegalStateException("result " + i + " is for request " + r.requestId() + ", expected "
-            + requests.get(i).requestId());
+            + asked.get(i).requestId());
       }
       out.add(Trajectory.of(r, rewards[i], i % groupSize));
     }
     return out;
+  }
+
+  /** The requests of groups {@code [fromGroup, toGroup)}, prompt-major. */
+  public List<GenerationRequest> requests(int fromGroup, int toGroup) {
+    return List.copyOf(requests.subList(fromGroup * groupSize, toGroup * groupSize)); // sent to actors: serializable
+  }
+
+  /** The problem of each request of groups {@code [fromGroup, toGroup)}. */
+  public List<Problem> problemPerRequest(int fromGroup, int toGroup) {
+    return List.copyOf(problemPerRequest().subList(fromGroup * groupSize, toGroup * groupSize));
   }
 }

@@ -62,9 +62,14 @@ final class TrajectoryCollectorActorTest {
   }
 
   private Collected collector(List<RavelActorHandle<GenerationWorker>> workers, int lead) {
+    return collector(workers, lead, (PROMPTS + workers.size() - 1) / workers.size());
+  }
+
+  private Collected collector(List<RavelActorHandle<GenerationWorker>> workers, int lead, int groupsPerCall) {
     RavelActorHandle<ReplayBuffer> buffer = local(new ReplayBufferActor(), ReplayBuffer.class, 4);
     RavelActorHandle<RewardEnvironment> reward = local(new RewardEnvironmentActor(), RewardEnvironment.class, 1);
-    CollectorSpec spec = new CollectorSpec(workers, reward, buffer, PROMPTS, GROUP, SAMPLING, SEED, lead, 4);
+    CollectorSpec spec = new CollectorSpec(workers, reward, buffer, PROMPTS, GROUP, SAMPLING, SEED, lead, 4,
+        groupsPerCall);
     TrajectoryCollectorActor c = new TrajectoryCollectorActor(Payload.of(spec));
     return new Collected(c, buffer);
   }
@@ -97,13 +102,72 @@ final class TrajectoryCollectorActorTest {
       assertThat(s.targetsDone()).isEqualTo(2);
       assertThat(s.groups()).isEqualTo(2L * PROMPTS);
       assertThat(s.trajectories()).isEqualTo(2L * PROMPTS * GROUP);
-      assertThat(s.generateCalls()).isEqualTo(s.trajectories());
-      assertThat(s.rewardCalls()).isEqualTo(2);
-      assertThat(s.bufferCalls()).isEqualTo(2);
+      // 3 groups over 2 workers: calls of 2 and 1 groups, each scored and pushed as it returns
+      assertThat(s.generateCalls()).isEqualTo(2L * 2);
+      assertThat(s.rewardCalls()).isEqualTo(2L * 2);
+      assertThat(s.bufferCalls()).isEqualTo(2L * 2);
       assertThat(s.failures()).isZero();
       assertThat(s.inFlight()).isZero();
     } finally {
       c.collector().stop();
+    }
+  }
+
+  @Test
+  void generateTarget_aReturnedCallsGroupsReachTheBufferWhileAnotherCallStillRuns() throws Exception {
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    RavelActorHandle<GenerationWorker> slow = local(new HeldWorker(engineWorker(), release), GenerationWorker.class, 4);
+    Collected c = collector(List.of(engineWorker(), slow), 1, 2); // groups 0-1 on the fast worker, 2 on the slow
+    try {
+      c.collector().publish(0);
+      BufferBatch first = c.buffer().call(ReplayBuffer::take, 0L, 2, 1L, 60_000L).get();
+
+      assertThat(first.rollouts()).hasSize(2); // the fast call's groups, while the slow call is held
+      assertThat(c.collector().stats().inFlight()).isEqualTo(1);
+      release.countDown();
+      BufferBatch rest = c.buffer().call(ReplayBuffer::take, 0L, 1, 1L, 60_000L).get();
+      assertThat(rest.rollouts()).hasSize(1);
+      StepBatch planned = StepBatch.plan(ArithmeticTask.standard(), TOKENIZER, PROMPTS, GROUP, SAMPLING, SEED, 0);
+      assertThat(rest.rollouts().get(0).problem()).isEqualTo(planned.problems().get(2));
+    } finally {
+      release.countDown();
+      c.collector().stop();
+    }
+  }
+
+  /** A worker whose async calls wait until released, then generate on the real one. */
+  public static final class HeldWorker extends RavelActor implements GenerationWorker {
+    private final RavelActorHandle<GenerationWorker> real;
+    private final java.util.concurrent.CountDownLatch release;
+
+    HeldWorker(RavelActorHandle<GenerationWorker> real, java.util.concurrent.CountDownLatch release) {
+      this.real = real;
+      this.release = release;
+    }
+
+    @Override
+    public List<GenerationResult> generate(List<GenerationRequest> requests) {
+      return real.call(GenerationWorker::generate, requests).get();
+    }
+
+    @Override
+    public List<GenerationResult> generateAsync(List<GenerationRequest> requests) {
+      try {
+        release.await(60, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return real.call(GenerationWorker::generateAsync, requests).get();
+    }
+
+    @Override
+    public long updateWeights(ObjectRef<?> weights) {
+      return 0;
+    }
+
+    @Override
+    public EngineStats engineStats() {
+      return null;
     }
   }
 
@@ -126,7 +190,7 @@ final class TrajectoryCollectorActorTest {
     }
 
     @Override
-    public GenerationResult generateAsync(GenerationRequest request) {
+    public List<GenerationResult> generateAsync(List<GenerationRequest> requests) {
       throw new IllegalStateException("engine down");
     }
 
