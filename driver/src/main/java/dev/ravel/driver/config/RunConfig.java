@@ -51,7 +51,8 @@ public final class RunConfig {
     section("trainer", "runtime", RUNTIME_JAVA, "num_gpus", 0, "device", "auto");
     // the Python workers' policy: a transformers config with random initialisation (the Java runtime's TinyLm
     // has a size of its own)
-    section("model", "family", "gpt2", "layers", 2, "hidden", 128, "heads", 4);
+    // (java_hidden, java_embed: the Java TinyLm's hidden units and embedding width)
+    section("model", "family", "gpt2", "layers", 2, "hidden", 128, "heads", 4, "java_hidden", 64, "java_embed", 16);
     section("grpo", "steps", 30, "prompts_per_step", 32, "group_size", 8, "learning_rate", 0.03,
         "clip_epsilon", 0.2, "kl_beta", 0.04, "temperature", 1.0, "top_p", 1.0, "max_new_tokens", 4,
         "max_trajectory_age_steps", 1, "checkpoint_every", 0, "groups_per_call", 0);
@@ -287,6 +288,8 @@ public final class RunConfig {
           + " generate in their own process (generation.engine: transformers or vllm)");
     }
     pythonModel();
+    positive("model.java_hidden");
+    positive("model.java_embed");
   }
 
   private String runtime(String key) {

@@ -6,7 +6,6 @@ import dev.ravel.telemetry.spans.StepMetricNames;
 import dev.ravel.workers.collector.CollectorStats;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.model.CharTokenizer;
-import dev.ravel.workers.model.ModelSpec;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.task.ArithmeticTask;
@@ -40,7 +39,7 @@ public final class GrpoRun {
     StepLog log = new StepLog(session.config().runDir(),
         session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE));
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
-    ModelWeights initial = ModelWeights.init(ModelSpec.tiny(tokenizer.vocabSize()), settings.seed());
+    ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed());
     actors = GrpoActors.create(session, settings, initial, tokenizer.eos());
     TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir());
     if (settings.async()) {

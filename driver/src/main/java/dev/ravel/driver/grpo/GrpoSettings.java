@@ -28,11 +28,12 @@ import dev.ravel.workers.python.PythonModel;
  * @param python the Python workers' settings; null when the workers are Java
  * @param groupsPerCall groups per async generate call ({@code grpo.groups_per_call}; 0 there: a step's groups
  *     split evenly over the workers, one call each)
+ * @param javaModel the Java TinyLm's shape ({@code model.java_hidden}, {@code model.java_embed})
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
-    int groupsPerCall) {
+    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel) {
 
   /** The longest prompt of the task ({@code "a+b="}), plus headroom, for the Python model's positions. */
   static final int MAX_PROMPT_TOKENS = 8;
@@ -80,7 +81,9 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         config.integer("generation.workers"), config.integer("generation.kv_token_budget"),
         config.integer("generation.max_running_requests"), config.integer("generation.max_concurrency"), grpo,
         sampling, config.string("generation.model"), config.serverBackend(), python(config, maxNewTokens),
-        groupsPerCall(config.integer("grpo.groups_per_call"), prompts, config.integer("generation.workers")));
+        groupsPerCall(config.integer("grpo.groups_per_call"), prompts, config.integer("generation.workers")),
+        dev.ravel.workers.model.ModelSpec.tiny(CharTokenizer.arithmetic().vocabSize()).toBuilder()
+            .hiddenDim(config.integer("model.java_hidden")).embedDim(config.integer("model.java_embed")).build());
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */

@@ -119,7 +119,7 @@ final class GrpoLoopsTest {
   }
 
   private ModelWeights initial(GrpoSettings s) {
-    return ModelWeights.init(ModelSpec.tiny(tokenizer.vocabSize()), s.seed());
+    return ModelWeights.init(s.javaModel(), s.seed());
   }
 
   private Steps steps(GrpoSettings s) {
