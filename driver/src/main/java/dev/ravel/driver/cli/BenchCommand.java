@@ -43,6 +43,11 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--runs-dir", defaultValue = "runs/bench", description = "Where the runs go.")
   Path runsDir;
 
+  @Option(names = "--json", paramLabel = "FILE",
+      description = "Also write the result as JSON: per variant the step times of every round, their median, "
+          + "spans and Ray calls per step; ratios paired round by round with 95% intervals.")
+  Path json;
+
   private record Variant(String name, List<String> overrides) {}
 
   @Override
@@ -89,7 +94,49 @@ final class BenchCommand implements Callable<Integer> {
           mean(rs, 1), mean(rs, 2));
     }
     System.out.printf("%nasync vs sync step time (per_step): %.3f%n", mean(results.get("async per_step"), 0) / sync);
+    if (json != null) {
+      writeJson(results);
+      System.out.println("wrote " + json.toAbsolutePath());
+    }
     return 0;
+  }
+
+  private void writeJson(Map<String, List<double[]>> results) throws IOException {
+    Map<String, Object> root = new LinkedHashMap<>();
+    Map<String, Object> vs = new LinkedHashMap<>();
+    results.forEach((name, rs) -> {
+      Map<String, Object> v = new LinkedHashMap<>();
+      List<Double> steps = rs.stream().map(a -> a[0]).toList();
+      v.put("step_s", steps);
+      v.put("median_s", BenchStats.median(steps));
+      v.put("spans_per_step", mean(rs, 1));
+      v.put("ray_calls_per_step", mean(rs, 2));
+      vs.put(name, v);
+    });
+    root.put("variants", vs);
+    Map<String, Object> ratios = new LinkedHashMap<>();
+    ratios.put("async_over_sync", ratioJson(results, "async per_step", "per_step"));
+    ratios.put("per_step_over_off", ratioJson(results, "per_step", "off"));
+    ratios.put("all_over_off", ratioJson(results, "all@0.01", "off"));
+    root.put("ratios", ratios);
+    root.put("rounds", rounds);
+    root.put("config", configFile.toString());
+    root.put("overrides", overrides);
+    root.put("cores", Runtime.getRuntime().availableProcessors());
+    if (json.toAbsolutePath().getParent() != null) {
+      Files.createDirectories(json.toAbsolutePath().getParent());
+    }
+    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
+  }
+
+  private static Map<String, Object> ratioJson(Map<String, List<double[]>> results, String a, String b) {
+    BenchStats.Ratio r = BenchStats.ratio(results.get(a).stream().map(x -> x[0]).toList(),
+        results.get(b).stream().map(x -> x[0]).toList());
+    Map<String, Object> o = new LinkedHashMap<>();
+    o.put("value", r.value());
+    o.put("ci95", java.util.Arrays.asList(r.low(), r.high()));
+    o.put("per_round", r.perRound());
+    return o;
   }
 
   /** Runs one driver process; returns mean step seconds (steps 2..n), spans per step, Ray calls per step. */
