@@ -141,7 +141,7 @@ public final class TelemetryConfig {
     Builder b = builder();
     String otelAttributes = env.get(OTEL_RESOURCE_ATTRIBUTES);
     Map<String, String> fromOtel = otelAttributes == null || otelAttributes.isEmpty()
-        ? new LinkedHashMap<>() : parseAttributes(OTEL_RESOURCE_ATTRIBUTES, otelAttributes);
+        ? new LinkedHashMap<>() : Values.pairs(OTEL_RESOURCE_ATTRIBUTES, otelAttributes);
     String otelService = fromOtel.remove("service.name");
     String otelServiceName = env.get(OTEL_SERVICE_NAME);
     if (otelServiceName != null && !otelServiceName.isEmpty()) {
@@ -320,11 +320,7 @@ public final class TelemetryConfig {
       }
       return out;
     }
-    return parseAttributes(where, Values.string(where, value));
-  }
-
-  static Map<String, String> parseAttributes(String where, String text) {
-    return Values.pairs(where, text);
+    return Values.pairs(where, Values.string(where, value));
   }
 
   private static String encodeAttributes(Map<String, String> attributes) {

@@ -13,12 +13,10 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.stream.Stream;
 
 /**
@@ -447,11 +445,5 @@ public final class RunReport {
       series.queueCount.add(qCount);
       series.preemptions.add(pre);
     }
-  }
-
-  /** When the run started, from its summary (for callers that print it). */
-  public Optional<Instant> started() {
-    return summary != null && summary.hasNonNull("started") ? Optional.of(Instant.parse(summary.get("started").asText()))
-        : Optional.empty();
   }
 }

@@ -98,6 +98,10 @@ public record StepBatch(long step, int groupSize, List<Problem> problems, List<G
 
   /** The problem of each request of groups {@code [fromGroup, toGroup)}. */
   public List<Problem> problemPerRequest(int fromGroup, int toGroup) {
-    return List.copyOf(problemPerRequest().subList(fromGroup * groupSize, toGroup * groupSize));
+    List<Problem> out = new ArrayList<>((toGroup - fromGroup) * groupSize);
+    for (int i = fromGroup * groupSize; i < toGroup * groupSize; i++) {
+      out.add(problemOf(i));
+    }
+    return out;
   }
 }
