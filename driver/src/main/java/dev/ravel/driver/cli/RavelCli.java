@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 @Command(name = "ravel", mixinStandardHelpOptions = true, versionProvider = RavelCli.Version.class,
     description = "Run and observe reinforcement-learning post-training on Ray.",
     subcommands = {RunCommand.class, RunsCommand.class, TraceCommand.class, ReportCommand.class, ServeCommand.class, BenchCommand.class,
-        BenchHttpCommand.class, DemoCommand.class, SubmitCommand.class, JobsCommand.class, CommandLine.HelpCommand.class})
+        BenchHttpCommand.class, BenchCallsCommand.class, DemoCommand.class, SubmitCommand.class, JobsCommand.class, CommandLine.HelpCommand.class})
 public final class RavelCli implements Runnable {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;

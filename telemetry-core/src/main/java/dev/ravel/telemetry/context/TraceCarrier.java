@@ -6,7 +6,6 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.context.propagation.TextMapPropagator;
 import java.io.Serializable;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -28,17 +27,31 @@ public final class TraceCarrier implements Serializable {
   private static final TextMapPropagator PROPAGATOR = TextMapPropagator.composite(
       W3CTraceContextPropagator.getInstance(), W3CBaggagePropagator.getInstance());
 
-  private static final TextMapGetter<Map<String, String>> GETTER = new TextMapGetter<>() {
+  /** Reads the three fields directly: resuming a carrier builds no map. */
+  private static final TextMapGetter<TraceCarrier> GETTER = new TextMapGetter<>() {
     @Override
-    public Iterable<String> keys(Map<String, String> carrier) {
-      return carrier.keySet();
+    public Iterable<String> keys(TraceCarrier carrier) {
+      return carrier.toHeaders().keySet();
     }
 
     @Override
-    public String get(Map<String, String> carrier, String key) {
-      return carrier == null ? null : carrier.get(key);
+    public String get(TraceCarrier carrier, String key) {
+      if (carrier == null || key == null) {
+        return null;
+      }
+      String v = switch (key) {
+        case TRACEPARENT -> carrier.traceparent;
+        case TRACESTATE -> carrier.tracestate;
+        case BAGGAGE -> carrier.baggage;
+        default -> "";
+      };
+      return v.isEmpty() ? null : v;
     }
   };
+
+  private static final String TRACEPARENT = "traceparent";
+  private static final String TRACESTATE = "tracestate";
+  private static final String BAGGAGE = "baggage";
 
   private final String traceparent;
   private final String tracestate;
@@ -62,12 +75,19 @@ public final class TraceCarrier implements Serializable {
 
   /** The given context's span context and baggage. */
   public static TraceCarrier capture(Context context) {
-    Map<String, String> m = new HashMap<>();
-    PROPAGATOR.inject(context, m, Map::put);
-    if (m.isEmpty()) {
+    String[] h = new String[3];
+    PROPAGATOR.inject(context, h, (fields, key, value) -> {
+      switch (key) {
+        case TRACEPARENT -> fields[0] = value;
+        case TRACESTATE -> fields[1] = value;
+        case BAGGAGE -> fields[2] = value;
+        default -> { } // the composite propagator writes only these
+      }
+    });
+    if (h[0] == null && h[1] == null && h[2] == null) {
       return EMPTY;
     }
-    return of(m.get("traceparent"), m.get("tracestate"), m.get("baggage"));
+    return of(h[0], h[1], h[2]);
   }
 
   /** The context this carrier describes, on top of the root context (a new root if it is malformed). */
@@ -77,7 +97,7 @@ public final class TraceCarrier implements Serializable {
 
   /** The context this carrier describes, on top of {@code base}. */
   public Context extract(Context base) {
-    return PROPAGATOR.extract(base, toHeaders(), GETTER);
+    return PROPAGATOR.extract(base, this, GETTER);
   }
 
   /** The non-empty values as HTTP headers ({@code traceparent}, {@code tracestate}, {@code baggage}). */

@@ -48,7 +48,7 @@ final class LocalActors {
     CompletableFuture<byte[]> out = new CompletableFuture<>();
     e.calls().execute(() -> {
       try {
-        out.complete(e.actor().invoke(copy));
+        out.complete(e.actor().serve(copy));
       } catch (Throwable t) {
         out.completeExceptionally(t);
       }

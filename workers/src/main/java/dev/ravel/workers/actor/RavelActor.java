@@ -27,7 +27,13 @@ import java.util.concurrent.ConcurrentHashMap;
 public abstract class RavelActor implements RavelRole {
   private final ActorRole role;
   private final ProcessTelemetry telemetry;
-  private final Map<String, Method> methods = new ConcurrentHashMap<>();
+  /** Resolved once per method: the reflection look-ups, annotations and span name are not redone per call. */
+  private final Map<MethodKey, Target> targets = new ConcurrentHashMap<>();
+
+  private record MethodKey(String name, String descriptor) {}
+
+  /** A role method, whether it gets a span, and the span's name. */
+  private record Target(Method method, boolean traced, String spanName) {}
 
   protected RavelActor() {
     this.role = roleOf(getClass());
@@ -57,17 +63,23 @@ public abstract class RavelActor implements RavelRole {
 
   /**
    * The single remote entry point of every Ravel actor. Not for direct use: {@link RavelActorHandle}
-   * builds the invocation.
+   * builds the invocation. It arrives as bytes ({@link Codec}), which Ray moves as they are: a Java object
+   * argument would go through Ray's general serializer on both sides, which costs more per call.
    */
-  public final byte[] invoke(ActorInvocation call) throws Exception {
-    Method m = methods.computeIfAbsent(call.method() + call.descriptor(), k -> resolve(call));
-    if (isRavelRoleMethod(m) || untraced(m)) {
+  public final byte[] invoke(byte[] call) throws Exception {
+    return serve((ActorInvocation) Codec.decode(call));
+  }
+
+  /** Runs one decoded call: context resumed, the role method in its span, the result encoded. */
+  final byte[] serve(ActorInvocation call) throws Exception {
+    Target t = targets.computeIfAbsent(new MethodKey(call.method(), call.descriptor()), k -> target(call));
+    Method m = t.method();
+    if (!t.traced()) {
       try (var scope = call.carrier().extract().makeCurrent()) {
         return Codec.encode(dispatch(m, call.args()));
       }
     }
-    String name = SpanNames.actorCall(role.spans(), m.getName());
-    try (ScopedSpan s = spans().start(SpanGroup.WORKER, name, SpanKind.SERVER, call.carrier().extract())) {
+    try (ScopedSpan s = spans().start(SpanGroup.WORKER, t.spanName(), SpanKind.SERVER, call.carrier().extract())) {
       s.set(RavelAttributes.ACTOR_ROLE, role.name()).set(RavelAttributes.ACTOR_METHOD, m.getName());
       try {
         return Codec.encode(dispatch(m, call.args()));
@@ -91,6 +103,12 @@ public abstract class RavelActor implements RavelRole {
       }
       throw e;
     }
+  }
+
+  private Target target(ActorInvocation call) {
+    Method m = resolve(call);
+    boolean traced = !isRavelRoleMethod(m) && !untraced(m);
+    return new Target(m, traced, traced ? SpanNames.actorCall(role.spans(), m.getName()) : null);
   }
 
   private Method resolve(ActorInvocation call) {

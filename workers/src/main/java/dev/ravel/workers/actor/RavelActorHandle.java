@@ -130,7 +130,7 @@ public final class RavelActorHandle<I> implements Serializable {
     if (localId != null) {
       return new RavelRef<>(LocalActors.invoke(localId, call));
     }
-    return new RavelRef<>(handle.task(RavelActor::invoke, call).remote());
+    return new RavelRef<>(handle.task(RavelActor::invoke, Codec.encode(call)).remote());
   }
 
   /**

@@ -1,0 +1,182 @@
+package dev.ravel.driver.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.driver.session.DriverSession;
+import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.bench.Echo;
+import dev.ravel.workers.bench.EchoActor;
+import dev.ravel.workers.bench.PlainEcho;
+import io.ray.api.ActorHandle;
+import io.ray.api.Ray;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ravel bench-calls}: the cost of an actor call through {@link RavelActorHandle} (the caller's context
+ * captured and carried, arguments and result in Ravel's codec, the call in an {@code rl.echo.echo} span on
+ * the actor) against a plain Ray actor call of the same method, on the same head, in one driver. Each round
+ * makes {@code --calls} sequential calls (call, then wait for the result) to each actor, the order
+ * alternating between rounds, after an unrecorded warm-up of as many calls each. The ratio is paired round by
+ * round.
+ */
+@Command(name = "bench-calls", mixinStandardHelpOptions = true,
+    description = "Benchmark an actor call through RavelActorHandle against a plain Ray actor call (same head).")
+final class BenchCallsCommand implements Callable<Integer> {
+  @Option(names = "--calls", defaultValue = "2000", description = "Sequential calls per actor and round (default ${DEFAULT-VALUE}).")
+  int calls;
+
+  @Option(names = "--rounds", defaultValue = "5", description = "Recorded rounds (default ${DEFAULT-VALUE}).")
+  int rounds;
+
+  @Option(names = "--payload-bytes", defaultValue = "64", description = "Bytes sent and returned per call (default ${DEFAULT-VALUE}).")
+  int payloadBytes;
+
+  @Option(names = "--runs-dir", defaultValue = "runs/bench", description = "Where the benchmark's spans go.")
+  Path runsDir;
+
+  @Option(names = "--json", paramLabel = "FILE", description = "Also write the result as JSON.")
+  Path json;
+
+  @Option(names = "--telemetry", defaultValue = "true", arity = "1",
+      description = "Trace the Ravel calls (true, the default: as a run does) or not (false).")
+  boolean telemetry;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() throws Exception {
+    if (calls < 1 || rounds < 1 || payloadBytes < 0) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--calls and --rounds must be at least 1, --payload-bytes at least 0");
+    }
+    Map<String, Object> section = new LinkedHashMap<>();
+    section.put("runs_dir", runsDir.toString());
+    section.put("run_id", "bench-calls-" + System.currentTimeMillis() % 100000);
+    section.put("preset", "per_step");
+    section.put("enabled", telemetry);
+    TelemetryConfig config = TelemetryConfig.fromMap(section, System.getenv());
+    byte[] payload = new byte[payloadBytes];
+    List<Double> ravel = new ArrayList<>();
+    List<Double> plain = new ArrayList<>();
+    // CPU time per call of the driver and of the actor's process, per round: {driver ns, actor ns}
+    List<double[]> ravelCpu = new ArrayList<>();
+    List<double[]> plainCpu = new ArrayList<>();
+    try (DriverSession session = DriverSession.builder(config).start()) {
+      RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).remote();
+      ActorHandle<PlainEcho> p = Ray.actor(PlainEcho::new).remote();
+      long ravelPid = r.call(Echo::pid).get();
+      long plainPid = p.task(PlainEcho::pid).remote().get();
+
+      long self = ProcessHandle.current().pid();
+      System.out.print("warm-up ... ");
+      System.out.flush();
+      ravelCalls(r, payload);
+      plainCalls(p, payload);
+      System.out.println("done");
+      for (int round = 0; round < rounds; round++) {
+        double rv = 0;
+        double pv = 0;
+        for (int k = 0; k < 2; k++) {
+          boolean ravelTurn = (round + k) % 2 == 0;
+          long cpu0 = cpuNanos(self);
+          long actor0 = cpuNanos(ravelTurn ? ravelPid : plainPid);
+          double ns = ravelTurn ? ravelCalls(r, payload) : plainCalls(p, payload);
+          double driverCpu = (double) (cpuNanos(self) - cpu0) / calls;
+          double actorCpu = (double) (cpuNanos(ravelTurn ? ravelPid : plainPid) - actor0) / calls;
+          (ravelTurn ? ravelCpu : plainCpu).add(new double[] {driverCpu, actorCpu});
+          if (ravelTurn) {
+            rv = ns;
+          } else {
+            pv = ns;
+          }
+        }
+        ravel.add(rv);
+        plain.add(pv);
+        System.out.printf("round %d: RavelActorHandle %.1f us/call, plain Ray %.1f us/call, ratio %.3f%n",
+            round + 1, rv / 1e3, pv / 1e3, rv / pv);
+      }
+      p.kill();
+    }
+    BenchStats.Ratio ratio = BenchStats.ratio(ravel, plain);
+    System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
+        ratio.low() == null ? "" : String.format(" (95%% interval %.3f-%.3f)", ratio.low(), ratio.high()),
+        BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
+    System.out.printf("CPU per call (mean over rounds): Ravel driver %.1f us + actor %.1f us; plain driver %.1f us"
+        + " + actor %.1f us%n", meanOf(ravelCpu, 0) / 1e3, meanOf(ravelCpu, 1) / 1e3, meanOf(plainCpu, 0) / 1e3,
+        meanOf(plainCpu, 1) / 1e3);
+    if (json != null) {
+      Map<String, Object> root = new LinkedHashMap<>();
+      root.put("variants", Map.of(
+          "ravel", Map.of("ns_per_call", ravel, "median_ns", BenchStats.median(ravel),
+              "driver_cpu_ns_per_call", meanOf(ravelCpu, 0), "actor_cpu_ns_per_call", meanOf(ravelCpu, 1)),
+          "plain", Map.of("ns_per_call", plain, "median_ns", BenchStats.median(plain),
+              "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
+      root.put("ratios", Map.of("ravel_over_plain", Map.of("value", ratio.value(),
+          "ci95", java.util.Arrays.asList(ratio.low(), ratio.high()), "per_round", ratio.perRound())));
+      root.put("calls", calls);
+      root.put("rounds", rounds);
+      root.put("payload_bytes", payloadBytes);
+      if (json.toAbsolutePath().getParent() != null) {
+        Files.createDirectories(json.toAbsolutePath().getParent());
+      }
+      new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
+      System.out.println("wrote " + json.toAbsolutePath());
+    }
+    return 0;
+  }
+
+  /** Mean nanoseconds per sequential call. */
+  private double ravelCalls(RavelActorHandle<Echo> echo, byte[] payload) {
+    long t0 = System.nanoTime();
+    for (int i = 0; i < calls; i++) {
+      check(echo.call(Echo::echo, payload).get(), payload);
+    }
+    return (double) (System.nanoTime() - t0) / calls;
+  }
+
+  private double plainCalls(ActorHandle<PlainEcho> echo, byte[] payload) {
+    long t0 = System.nanoTime();
+
+    for (int i = 0; i < calls; i++) {
+      check(echo.task(PlainEcho::echo, payload).remote().get(), payload);
+    }
+    return (double) (System.nanoTime() - t0) / calls;
+  }
+
+  private static double meanOf(List<double[]> rows, int i) {
+    return rows.stream().mapToDouble(x -> x[i]).average().orElse(Double.NaN);
+  }
+
+  /**
+   * User plus system CPU time of process {@code pid} from {@code /proc/<pid>/stat} (clock ticks of 10 ms;
+   * over thousands of calls that resolves microseconds per call); -1 where there is no such file.
+   */
+  static long cpuNanos(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+      // fields after the command name in parentheses, which may hold spaces
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+      return ticks * 10_000_000L;
+    } catch (java.io.IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static void check(byte[] got, byte[] sent) {
+    if (got == null || got.length != sent.length) {
+      throw new IllegalStateException("echo returned " + (got == null ? "null" : got.length + " bytes") + " for "
+          + sent.length);
+    }
+  }
+}
