@@ -177,6 +177,8 @@ class PolicyTrainerImpl(_Telemetry):
             cached, self._cache = self._cache, None
             if cached is not None and cached[0] == ids and cached[1] == self.version:
                 ref = cached[2]
+            elif self.grpo.kl_beta == 0:
+                ref = None  # no KL term, so no reference pass (the driver skips the log-probs phase too)
             else:
                 ref = self._reference(batch)
             advantages = group_advantages([t.reward for t in batch], self.grpo.group_size, self.grpo.advantage_eps)

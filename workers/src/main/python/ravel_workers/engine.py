@@ -337,7 +337,7 @@ class TransformersEngine:
                 s.first_token = s.first_token or now
                 s.last_token = now
                 s.version = version
-                if token_list[i] == self.eos_token:
+                if token_list[i] == self.eos_token and not s.request.params.ignore_eos:
                     alive[i] = False
                     self._finish(s, "stop", None)
                 elif len(s.completion) >= s.request.params.max_tokens:

@@ -68,9 +68,12 @@ class LossResult:
     sequences: int
 
 
-def grpo_loss(policy_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor, reference_logprobs: torch.Tensor,
-              mask: torch.Tensor, advantages: torch.Tensor, clip_epsilon: float, kl_beta: float) -> LossResult:
+def grpo_loss(policy_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor,
+              reference_logprobs: torch.Tensor | None, mask: torch.Tensor, advantages: torch.Tensor,
+              clip_epsilon: float, kl_beta: float) -> LossResult:
     """The GRPO loss over padded ``[B, L]`` log-prob tensors; ``mask`` is 1 on real completion tokens.
+
+    ``reference_logprobs`` may be None only when ``kl_beta`` is 0: there is no KL term then, and ``kl`` is 0.
 
     Works in the dtype of ``policy_logprobs`` (float64 for the parity check); gradients flow only into
     ``policy_logprobs``.
@@ -83,7 +86,12 @@ def grpo_loss(policy_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor, r
     dtype = policy_logprobs.dtype
     m = mask.to(dtype)
     behaviour = behaviour_logprobs.to(dtype).detach()
-    ref = reference_logprobs.to(dtype).detach()
+    if reference_logprobs is None:
+        if kl_beta != 0:
+            raise ValueError(f"reference_logprobs: needed when kl_beta is {kl_beta} (not 0)")
+        ref = policy_logprobs.detach()  # the reference stands at the policy: no KL term
+    else:
+        ref = reference_logprobs.to(dtype).detach()
     adv = advantages.to(dtype).detach().reshape(b, 1)
     logp = torch.where(m > 0, policy_logprobs, torch.zeros_like(policy_logprobs))
 

@@ -111,7 +111,8 @@ class VllmEngine:
         try:
             params = self._vllm.SamplingParams(n=1, max_tokens=p.max_tokens, temperature=p.temperature,
                                                top_p=p.top_p, seed=p.seed, logprobs=0,
-                                               stop_token_ids=[self.spec.eos_token], detokenize=False)
+                                               stop_token_ids=[] if p.ignore_eos else [self.spec.eos_token],
+                                               ignore_eos=p.ignore_eos, detokenize=False)
             with self._lock:
                 self._running += 1
             try:

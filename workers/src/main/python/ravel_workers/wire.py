@@ -30,6 +30,12 @@ def _require(d: Mapping[str, Any], key: str, what: str) -> Any:
     return d[key]
 
 
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{what}: expected true or false, got {value!r}")
+    return value
+
+
 def _ints(values: Any, what: str) -> list[int]:
     if not isinstance(values, list):
         raise ValueError(f"{what}: expected a list of ints")
@@ -49,23 +55,29 @@ def _floats(values: Any, what: str) -> list[float]:
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How one request is sampled: ``temperature`` 0 is greedy, ``top_p`` in (0, 1]."""
+    """How one request is sampled: ``temperature`` 0 is greedy, ``top_p`` in (0, 1]; with ``ignore_eos`` a
+    sampled EOS does not end the completion (vLLM's ``ignore_eos``)."""
 
     max_tokens: int
     temperature: float = 1.0
     top_p: float = 1.0
     seed: int = 0
+    ignore_eos: bool = False
 
     def to_wire(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "seed": self.seed}
+        d: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                             "seed": self.seed}
+        if self.ignore_eos:
+            d["ignore_eos"] = True
+        return d
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> SamplingParams:
         return cls(max_tokens=int(_require(d, "max_tokens", "params")),
                    temperature=float(d.get("temperature", 1.0)),
                    top_p=float(d.get("top_p", 1.0)),
-                   seed=int(d.get("seed", 0)))
+                   seed=int(d.get("seed", 0)),
+                   ignore_eos=_bool(d.get("ignore_eos", False), "params.ignore_eos"))
 
 
 @dataclass(frozen=True)

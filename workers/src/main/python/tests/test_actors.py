@@ -101,6 +101,14 @@ def test_logprobs_cache_is_reused_by_the_following_train(worker, trainer):
     assert names.count("rl.trainer.train") == 3 and names.count("rl.trainer.logprobs") == 2
 
 
+def test_train_with_kl_beta_zero_runs_no_reference_pass(worker, make_telemetry):
+    t = PolicyTrainerImpl(json.dumps(trainer_spec(kl_beta=0.0)), telemetry=make_telemetry("policy_trainer"))
+    batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]])
+    out = call(t.train, batch)
+    assert t.reference_passes == 0
+    assert out["version"] == 1 and out["grad_norm"] > 0 and out["kl"] == 0.0
+
+
 def test_train_rejects_a_batch_that_is_not_groups(trainer, worker):
     batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]])
     with pytest.raises(ValueError, match="multiple of group_size"):

@@ -71,6 +71,15 @@ def test_stops_on_eos_included_or_on_length(fake_engine):
     assert (s.prompt_tokens, s.completion_tokens) == (1, 3)
 
 
+def test_ignore_eos_generates_past_eos_to_max_tokens(fake_engine):
+    r = GenerationRequest("a", [10], SamplingParams(8, 0.0, ignore_eos=True))
+    (out,) = fake_engine.submit([r])
+    assert out.completion_tokens == [11, 12, 13, 0, 1, 2, 3, 4] and out.finish_reason == "length"
+    assert SamplingParams.from_wire(r.params.to_wire()) == r.params
+    with pytest.raises(ValueError, match="params.ignore_eos"):
+        SamplingParams.from_wire({"max_tokens": 2, "ignore_eos": "yes"})
+
+
 def test_invalid_requests_error_alone(fake_engine):
     bad, good, empty, hot = fake_engine.submit([req("bad", [3, 99]), req("good", [1], 2, 0.0), req("empty", []),
                                                 req("hot", [1], 2, -1.0)])

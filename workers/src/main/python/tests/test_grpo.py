@@ -49,6 +49,18 @@ def test_loss_by_hand():
     assert logp.grad[0, 1].item() == pytest.approx(-(0.0 - 0.1 * (1 - math.exp(0.0))) / 2, abs=1e-15)
 
 
+def test_loss_without_a_reference_needs_kl_beta_zero():
+    logp = torch.tensor([[-1.0, -0.5]], dtype=torch.float64, requires_grad=True)
+    beh = torch.tensor([[-1.0, -1.0]], dtype=torch.float64)
+    mask = torch.ones(1, 2, dtype=torch.float64)
+    adv = torch.tensor([1.0], dtype=torch.float64)
+    r = grpo_loss(logp, beh, None, mask, adv, 0.2, 0.0)
+    # as test_loss_by_hand with no KL term: surrogates 1 and 1.2 (clipped)
+    assert r.loss.item() == pytest.approx(-(1.0 + 1.2) / 2, abs=1e-15) and r.kl == 0.0
+    with pytest.raises(ValueError, match="kl_beta is 0.1"):
+        grpo_loss(logp, beh, None, mask, adv, 0.2, 0.1)
+
+
 def java_reference(pol, beh, ref, adv, eps, beta):
     """GrpoLoss.compute's loop, in plain Python: loss, kl, clip fraction, mean ratio, dLoss/dlogp."""
     b = len(pol)

@@ -6,7 +6,10 @@ import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.grpo.RunSummary;
 import dev.ravel.driver.session.DriverSession;
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
+import dev.ravel.telemetry.traces.SpanRecord;
+import dev.ravel.telemetry.view.Intervals;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -94,6 +97,9 @@ final class BenchCommand implements Callable<Integer> {
           mean(rs, 1), mean(rs, 2));
     }
     System.out.printf("%nasync vs sync step time (per_step): %.3f%n", mean(results.get("async per_step"), 0) / sync);
+    List<double[]> async = results.get("async per_step");
+    System.out.printf("async step time / max(generation busy %.3f s, training busy %.3f s) per step: %.3f%n",
+        mean(async, 3), mean(async, 4), busyRatio(async));
     if (json != null) {
       writeJson(results);
       System.out.println("wrote " + json.toAbsolutePath());
@@ -111,6 +117,8 @@ final class BenchCommand implements Callable<Integer> {
       v.put("median_s", BenchStats.median(steps));
       v.put("spans_per_step", mean(rs, 1));
       v.put("ray_calls_per_step", mean(rs, 2));
+      v.put("generation_busy_s_per_step", rs.stream().map(a -> a[3]).toList());
+      v.put("training_busy_s_per_step", rs.stream().map(a -> a[4]).toList());
       vs.put(name, v);
     });
     root.put("variants", vs);
@@ -118,6 +126,10 @@ final class BenchCommand implements Callable<Integer> {
     ratios.put("async_over_sync", ratioJson(results, "async per_step", "per_step"));
     ratios.put("per_step_over_off", ratioJson(results, "per_step", "off"));
     ratios.put("all_over_off", ratioJson(results, "all@0.01", "off"));
+    Map<String, Object> busy = new LinkedHashMap<>();
+    busy.put("value", busyRatio(results.get("async per_step")));
+    busy.put("per_round", results.get("async per_step").stream().map(a -> a[0] / Math.max(a[3], a[4])).toList());
+    ratios.put("async_over_max_busy", busy);
     root.put("ratios", ratios);
     root.put("rounds", rounds);
     root.put("config", configFile.toString());
@@ -177,8 +189,56 @@ final class BenchCommand implements Callable<Integer> {
       calls += steps.get(i).path("rayCalls").asDouble();
       n++;
     }
-    long spans = RunTraces.readDir(runDir).spans().size();
-    return new double[] {time / Math.max(1, n), (double) spans / Math.max(1, steps.size()), calls / Math.max(1, n)};
+    RunTraces traces = RunTraces.readDir(runDir);
+    long spans = traces.spans().size();
+    double[] busy = busyPerStep(traces.spans());
+    return new double[] {time / Math.max(1, n), (double) spans / Math.max(1, steps.size()), calls / Math.max(1, n),
+        busy[0], busy[1]};
+  }
+
+  /**
+   * Seconds per step that a generation worker (the mean over workers) and the trainer were busy, from their
+   * spans ({@code rl.worker.generate[_async]}, {@code rl.trainer.logprobs}, {@code rl.trainer.train}) that
+   * started from step 2's start on, over the steps from 2 on; NaN without spans (telemetry off).
+   */
+  static double[] busyPerStep(List<SpanRecord> spans) {
+    List<SpanRecord> stepSpans = new ArrayList<>(spans.stream().filter(r -> r.name().equals(SpanNames.GRPO_STEP)).toList());
+    if (stepSpans.size() < 2) {
+      return new double[] {Double.NaN, Double.NaN};
+    }
+    stepSpans.sort(java.util.Comparator.comparingLong(SpanRecord::startNanos));
+    long from = stepSpans.get(1).startNanos();
+    long to = stepSpans.get(stepSpans.size() - 1).endNanos();
+    // per process: the union of its calls' intervals (a worker serves several generate calls at once)
+    Map<String, List<long[]>> gen = new java.util.HashMap<>();
+    Map<String, List<long[]>> train = new java.util.HashMap<>();
+    for (SpanRecord r : spans) {
+      if (r.startNanos() < from || r.startNanos() > to) {
+        continue;
+      }
+      if (r.name().equals(GENERATE) || r.name().equals(GENERATE_ASYNC)) {
+        gen.computeIfAbsent(r.process(), k -> new ArrayList<>()).add(new long[] {r.startNanos(), r.endNanos()});
+      } else if (r.name().equals(TRAINER_LOGPROBS) || r.name().equals(TRAINER_TRAIN)) {
+        train.computeIfAbsent(r.process(), k -> new ArrayList<>()).add(new long[] {r.startNanos(), r.endNanos()});
+      }
+    }
+    int n = stepSpans.size() - 1;
+    return new double[] {busySeconds(gen) / n, busySeconds(train) / n};
+  }
+
+  /** Mean over processes of each one's busy time (the union of its intervals), in seconds. */
+  private static double busySeconds(Map<String, List<long[]>> byProcess) {
+    return byProcess.values().stream().mapToLong(Intervals::unionLength).average().orElse(0) / 1e9;
+  }
+
+  private static final String GENERATE = SpanNames.actorCall("worker", "generate");
+  private static final String GENERATE_ASYNC = SpanNames.actorCall("worker", "generate_async");
+  private static final String TRAINER_LOGPROBS = SpanNames.actorCall("trainer", "logprobs");
+  private static final String TRAINER_TRAIN = SpanNames.actorCall("trainer", "train");
+
+  /** Mean over rounds of step time / max(generation busy, training busy). */
+  private static double busyRatio(List<double[]> rs) {
+    return rs.stream().mapToDouble(a -> a[0] / Math.max(a[3], a[4])).average().orElse(Double.NaN);
   }
 
   private static double mean(List<double[]> rs, int i) {

@@ -47,7 +47,9 @@ public final class RunConfig {
         "servers", "", "launch", "", "launch_command", "", "connect_timeout_s", 5, "request_timeout_s", 120,
         "launch_timeout_s", 60, "max_in_flight", 64, "refit", true, "server_heap_mb", 256,
         // where the workers run: Java (Ravel's engine and TinyLm) or Python (transformers or vLLM)
-        "runtime", RUNTIME_JAVA, "engine", "transformers", "num_gpus", 0, "device", "auto");
+        "runtime", RUNTIME_JAVA, "engine", "transformers", "num_gpus", 0, "device", "auto",
+        // vLLM's ignore_eos: every completion runs to grpo.max_new_tokens (the same work whatever is learnt)
+        "ignore_eos", false);
     section("trainer", "runtime", RUNTIME_JAVA, "num_gpus", 0, "device", "auto");
     // the Python workers' policy: a transformers config with random initialisation (the Java runtime's TinyLm
     // has a size of its own)
@@ -210,6 +212,7 @@ public final class RunConfig {
     positive("generation.kv_token_budget");
     positive("generation.max_running_requests");
     positive("generation.max_concurrency");
+    bool("generation.ignore_eos");
     if (integer("grpo.max_trajectory_age_steps") < 0) {
       throw new ConfigException("grpo.max_trajectory_age_steps", "must not be negative");
     }
@@ -394,6 +397,11 @@ public final class RunConfig {
 
   public String string(String key) {
     return Values.string(key, raw(key));
+  }
+
+  /** A true/false value; the error names the key. */
+  public boolean bool(String key) {
+    return Values.bool(key, raw(key));
   }
 
   /** {@code sync} or {@code async}. */

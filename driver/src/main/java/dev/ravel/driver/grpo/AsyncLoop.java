@@ -77,7 +77,7 @@ final class AsyncLoop {
       TrainPhase.Trained t = trainPhase.train(clock, s, step, batch);
       TrainOutcome update = t.outcome();
       version = update.version();
-      calls += TrainPhase.RAY_CALLS;
+      calls += trainPhase.rayCalls();
       if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
         calls += clock.time(Phase.REFIT, () -> refit(update));
       }

@@ -75,6 +75,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         .temperature(temperature)
         .topP(topP)
         .seed(seed)
+        .ignoreEos(config.bool("generation.ignore_eos"))
         .build();
     return new GrpoSettings(config.mode() == RunConfig.Mode.ASYNC, steps, prompts, groupSize, seed,
         config.integer("grpo.max_trajectory_age_steps"), config.integer("grpo.checkpoint_every"),

@@ -78,7 +78,7 @@ final class SyncLoop {
       TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
       lastUpdate = t.outcome();
       version = lastUpdate.version();
-      steps.finish(s, step, t, clock, 0, calls + TrainPhase.RAY_CALLS);
+      steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls());
     }
   }
 

@@ -14,11 +14,11 @@ import java.util.List;
 
 /**
  * The learning half of a step, the same in both loops: policy and reference log-probs, group-relative
- * advantages, the clipped policy update, and a checkpoint when one is due.
+ * advantages, the clipped policy update, and a checkpoint when one is due. With {@code grpo.kl_beta} 0 the
+ * loss has no KL term, so there is no reference pass: the log-probs phase is left out (as TRL does) and the
+ * step's KL reads 0.
  */
 final class TrainPhase {
-  /** Actor calls one {@link #train} makes: log-probs and the update. */
-  static final int RAY_CALLS = 2;
 
   private final RavelActorHandle<PolicyTrainer> trainer;
   private final GrpoSettings settings;
@@ -34,12 +34,23 @@ final class TrainPhase {
     this.runDir = runDir;
   }
 
+  /** Actor calls one {@link #train} makes: log-probs (unless {@code kl_beta} is 0) and the update. */
+  int rayCalls() {
+    return referencePass() ? 2 : 1;
+  }
+
+  private boolean referencePass() {
+    return settings.grpo().klBeta() != 0;
+  }
+
   /** What a step's update gave: the new weights (or their version) and the numbers the step reports. */
   record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories) {}
 
   /** Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups. */
   Trained train(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
-    clock.time(Phase.LOGPROBS, () -> trainer.call(PolicyTrainer::logprobs, batch).get());
+    if (referencePass()) {
+      clock.time(Phase.LOGPROBS, () -> trainer.call(PolicyTrainer::logprobs, batch).get());
+    }
     double[] rewards = batch.stream().mapToDouble(Trajectory::reward).toArray();
     clock.time(Phase.ADVANTAGE, () -> {
       // the trainer applies the same advantages; here they tell how many groups carry no signal

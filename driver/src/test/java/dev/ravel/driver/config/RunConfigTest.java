@@ -29,6 +29,14 @@ final class RunConfigTest {
   // ---------------------------------------------------------------- defaults, file, overrides
 
   @Test
+  void load_ignoreEosMustBeTrueOrFalse() {
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.ignore_eos=sometimes"), Map.of()),
+        "generation.ignore_eos");
+    assertThat(RunConfig.load(null, List.of("generation.ignore_eos=true"), Map.of()).bool("generation.ignore_eos"))
+        .isTrue();
+  }
+
+  @Test
   void load_groupsPerCallMustFitTheStep() {
     assertThat(RunConfig.load(null, List.of(), Map.of()).integer("grpo.groups_per_call")).isZero();
     assertConfigError(() -> RunConfig.load(null, List.of("grpo.groups_per_call=-1"), Map.of()), "grpo.groups_per_call");

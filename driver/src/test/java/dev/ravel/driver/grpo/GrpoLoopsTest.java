@@ -92,9 +92,28 @@ final class GrpoLoopsTest {
     return h;
   }
 
-  private GrpoSettings settings(String mode) {
-    return GrpoSettings.from(RunConfig.load(null, List.of("run.mode=" + mode, "grpo.steps=1",
-        "grpo.prompts_per_step=" + PROMPTS, "grpo.group_size=" + GROUP, "generation.workers=" + WORKERS), Map.of()));
+  private GrpoSettings settings(String mode, String... more) {
+    List<String> overrides = new ArrayList<>(List.of("run.mode=" + mode, "grpo.steps=1",
+        "grpo.prompts_per_step=" + PROMPTS, "grpo.group_size=" + GROUP, "generation.workers=" + WORKERS));
+    overrides.addAll(List.of(more));
+    return GrpoSettings.from(RunConfig.load(null, overrides, Map.of()));
+  }
+
+  @Test
+  void syncStep_klBetaZeroSkipsTheReferencePassAndItsCall() {
+    GrpoSettings s = settings("sync", "grpo.kl_beta=0");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir), steps(s), ArithmeticTask.standard(), tokenizer,
+        w).run();
+
+    StepMetrics m = reported.get(0);
+    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 1); // generate per worker, reward, train
+    assertThat(exporter.getFinishedSpanItems()).extracting(SpanData::getName)
+        .contains(SpanNames.GRPO_TRAINING).doesNotContain(SpanNames.GRPO_LOGPROBS, "rl.trainer.logprobs");
+    assertThat(m.kl()).isZero();
+    assertThat(m.weightVersion()).isEqualTo(w.version() + 1);
   }
 
   private GrpoActors actors(GrpoSettings s, ModelWeights w) {
@@ -141,7 +160,7 @@ final class GrpoLoopsTest {
     assertThat(m.mode()).isEqualTo("sync");
     assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
     assertThat(m.weightVersion()).isEqualTo(w.version() + 1);
-    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + TrainPhase.RAY_CALLS); // no refit before step 0
+    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 2 /* log-probs, train */); // no refit before step 0
     assertThat(m.phases()).containsOnlyKeys("data", "generation", "reward", "training", "checkpoint");
     assertThat(m.tokens()).isPositive();
     assertThat(steps.history()).containsExactly(m);
@@ -182,7 +201,7 @@ final class GrpoLoopsTest {
     assertThat(loop.collectorStats().failures()).isZero();
     assertThat(loop.collectorStats().trajectories()).isGreaterThanOrEqualTo(PROMPTS * GROUP);
     // publish, the takes, log-probs and update, and the collector's generate, reward and push calls
-    assertThat(m.rayCalls()).isGreaterThanOrEqualTo(1 + 1 + TrainPhase.RAY_CALLS + PROMPTS * GROUP + 2);
+    assertThat(m.rayCalls()).isGreaterThanOrEqualTo(1 + 1 + 2 /* log-probs, train */ + PROMPTS * GROUP + 2);
 
     SpanData root = only(SpanNames.GRPO_STEP);
     assertThat(childrenOf(root)).extracting(SpanData::getName).containsExactly(Phase.REFIT.spanName(),

@@ -34,6 +34,12 @@ final class GrpoSettingsTest {
   }
 
   @Test
+  void from_ignoreEosReachesTheSamplingSettings() {
+    assertThat(of().sampling().ignoreEos()).isFalse();
+    assertThat(of("generation.ignore_eos=true").sampling().ignoreEos()).isTrue();
+  }
+
+  @Test
   void checkpointAfter_everyNStepsAndTheLast() {
     GrpoSettings s = of("grpo.steps=7", "grpo.checkpoint_every=3");
 

@@ -4,8 +4,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 
-/** Lengths of unions of time intervals ({@code [start, end)} in nanoseconds), clipped to a window. */
-final class Intervals {
+/**
+ * Lengths of unions of time intervals ({@code [start, end)} in nanoseconds), clipped to a window: how long
+ * something was busy when its calls overlap.
+ */
+public final class Intervals {
   private Intervals() {}
 
   /** {@code [start, end)} clipped to {@code [lo, hi)}, or null when nothing is left. */
@@ -16,7 +19,7 @@ final class Intervals {
   }
 
   /** The total length covered by the intervals (overlaps counted once). */
-  static long unionLength(List<long[]> intervals) {
+  public static long unionLength(List<long[]> intervals) {
     List<long[]> sorted = new ArrayList<>(intervals);
     sorted.sort(Comparator.<long[]>comparingLong(a -> a[0]).thenComparingLong(a -> a[1]));
     long total = 0;

@@ -290,7 +290,7 @@ final class BatchScheduler {
       if (s.firstToken == 0) {
         s.firstToken = now;
       }
-      FinishReason done = token == eos ? FinishReason.STOP
+      FinishReason done = token == eos && !p.ignoreEos() ? FinishReason.STOP
           : s.generated() >= p.maxTokens() ? FinishReason.LENGTH : null;
       if (done != null) {
         it.remove();

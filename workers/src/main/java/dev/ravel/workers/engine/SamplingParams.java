@@ -6,7 +6,9 @@ import java.util.Objects;
 /**
  * How one completion is sampled: at most {@code maxTokens} tokens, at {@code temperature} (0 is greedy),
  * from the smallest set of tokens whose probability reaches {@code topP}, with randomness drawn from
- * {@code seed} so that the same request always yields the same completion. Immutable; build one with
+ * {@code seed} so that the same request always yields the same completion. With {@code ignoreEos} (vLLM's
+ * {@code ignore_eos}) a sampled EOS does not end the completion: every completion is {@code maxTokens} long,
+ * which gives benchmarks the same work whatever the policy learnt. Immutable; build one with
  * {@link #builder()}.
  */
 public final class SamplingParams implements Serializable {
@@ -16,15 +18,17 @@ public final class SamplingParams implements Serializable {
   private final double temperature;
   private final double topP;
   private final long seed;
+  private final boolean ignoreEos;
 
   private SamplingParams(Builder b) {
     this.maxTokens = b.maxTokens;
     this.temperature = b.temperature;
     this.topP = b.topP;
     this.seed = b.seed;
+    this.ignoreEos = b.ignoreEos;
   }
 
-  /** Defaults: maxTokens 16, temperature 1.0, topP 1.0, seed 0. */
+  /** Defaults: maxTokens 16, temperature 1.0, topP 1.0, seed 0, ignoreEos false. */
   public static Builder builder() {
     return new Builder();
   }
@@ -36,7 +40,7 @@ public final class SamplingParams implements Serializable {
 
   /** A builder holding these values, to derive a changed copy (a different seed, say). */
   public Builder toBuilder() {
-    return new Builder().maxTokens(maxTokens).temperature(temperature).topP(topP).seed(seed);
+    return new Builder().maxTokens(maxTokens).temperature(temperature).topP(topP).seed(seed).ignoreEos(ignoreEos);
   }
 
   /** Most tokens to generate (at least 1). */
@@ -59,21 +63,27 @@ public final class SamplingParams implements Serializable {
     return seed;
   }
 
+  /** Whether a sampled EOS is kept as a token and generation goes on to {@link #maxTokens()}. */
+  public boolean ignoreEos() {
+    return ignoreEos;
+  }
+
   @Override
   public boolean equals(Object o) {
     return o instanceof SamplingParams p && maxTokens == p.maxTokens
-        && Double.compare(temperature, p.temperature) == 0 && Double.compare(topP, p.topP) == 0 && seed == p.seed;
+        && Double.compare(temperature, p.temperature) == 0 && Double.compare(topP, p.topP) == 0 && seed == p.seed
+        && ignoreEos == p.ignoreEos;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(maxTokens, temperature, topP, seed);
+    return Objects.hash(maxTokens, temperature, topP, seed, ignoreEos);
   }
 
   @Override
   public String toString() {
     return "SamplingParams{maxTokens=" + maxTokens + ", temperature=" + temperature + ", topP=" + topP
-        + ", seed=" + seed + "}";
+        + ", seed=" + seed + (ignoreEos ? ", ignoreEos=true" : "") + "}";
   }
 
   /** Builds {@link SamplingParams}; {@link #build()} rejects invalid values naming the field. */
@@ -82,6 +92,7 @@ public final class SamplingParams implements Serializable {
     private double temperature = 1.0;
     private double topP = 1.0;
     private long seed;
+    private boolean ignoreEos;
 
     private Builder() {}
 
@@ -102,6 +113,12 @@ public final class SamplingParams implements Serializable {
 
     public Builder seed(long seed) {
       this.seed = seed;
+      return this;
+    }
+
+    /** Keep generating past a sampled EOS, to {@code maxTokens} (default false). */
+    public Builder ignoreEos(boolean ignoreEos) {
+      this.ignoreEos = ignoreEos;
       return this;
     }
 

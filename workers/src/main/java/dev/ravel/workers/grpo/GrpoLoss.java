@@ -111,15 +111,18 @@ public final class GrpoLoss {
    * Evaluates the loss of {@code batch} under {@code policy} and its gradient.
    *
    * @param advantages one per trajectory (see {@link Advantages#groupRelative})
-   * @param referenceLogProbs per trajectory, the reference policy's log-prob of each completion token
+   * @param referenceLogProbs per trajectory, the reference policy's log-prob of each completion token; null
+   *     when {@code config.klBeta()} is 0 (no KL term, and the result's {@code kl} is 0)
    */
   public static Result compute(TinyLm policy, List<Trajectory> batch, double[] advantages,
       float[][] referenceLogProbs, GrpoConfig config) {
     Objects.requireNonNull(policy, "policy");
     Objects.requireNonNull(batch, "batch");
     Objects.requireNonNull(advantages, "advantages");
-    Objects.requireNonNull(referenceLogProbs, "referenceLogProbs");
     Objects.requireNonNull(config, "config");
+    if (referenceLogProbs == null && config.klBeta() != 0) {
+      throw new IllegalArgumentException("referenceLogProbs: needed when klBeta is " + config.klBeta() + " (not 0)");
+    }
     int b = batch.size();
     if (b == 0) {
       throw new IllegalArgumentException("batch must not be empty");
@@ -127,7 +130,7 @@ public final class GrpoLoss {
     if (advantages.length != b) {
       throw new IllegalArgumentException("advantages: " + advantages.length + " for a batch of " + b);
     }
-    if (referenceLogProbs.length != b) {
+    if (referenceLogProbs != null && referenceLogProbs.length != b) {
       throw new IllegalArgumentException("referenceLogProbs: " + referenceLogProbs.length + " for a batch of " + b);
     }
     double temperature = config.temperature() == 0 ? 1 : config.temperature();
@@ -147,8 +150,8 @@ public final class GrpoLoss {
     for (int i = 0; i < b; i++) {
       Trajectory tr = batch.get(i);
       int len = tr.completionLength();
-      float[] ref = referenceLogProbs[i];
-      if (ref == null || ref.length != len) {
+      float[] ref = referenceLogProbs == null ? null : referenceLogProbs[i];
+      if (referenceLogProbs != null && (ref == null || ref.length != len)) {
         throw new IllegalArgumentException("referenceLogProbs[" + i + "]: needs one log-prob per completion token ("
             + len + ")");
       }
@@ -163,12 +166,14 @@ public final class GrpoLoss {
         double logp = Sampling.logProb(trace.logits(), token, temperature);
         double ratio = Math.exp(logp - tr.logprob(t));
         boolean isClipped = isClipped(ratio, a, eps);
-        double d = k3(logp, ref[t]);
+        // without a reference (klBeta 0) there is no KL term: the reference stands at the policy itself
+        double refLogp = ref == null ? logp : ref[t];
+        double d = k3(logp, refLogp);
         seqObjective += surrogate(ratio, a, eps) - beta * d;
         seqKl += d;
         ratioSum += ratio;
         clipped += isClipped ? 1 : 0;
-        double dLoss = -dObjective(ratio, logp, ref[t], a, eps, beta) / ((double) len * b);
+        double dLoss = -dObjective(ratio, logp, refLogp, a, eps, beta) / ((double) len * b);
         // dlogp/dlogits_v = (onehot_v - softmax_v) / T
         Sampling.softmax(trace.logits(), temperature, probs);
         for (int v = 0; v < vocab; v++) {

@@ -87,9 +87,15 @@ public final class GrpoTrainer {
     return new LogProbs(current.version(), reference.version(), pol, refs);
   }
 
-  /** One GRPO step on {@code batch}, computing the reference log-probs itself. */
+  /**
+   * One GRPO step on {@code batch}, computing the reference log-probs itself; with {@code klBeta} 0 there is
+   * no KL term and no reference pass (its metrics then report a KL of 0).
+   */
   public synchronized TrainStep train(List<Trajectory> batch) {
     checkBatch(batch);
+    if (config.klBeta() == 0) {
+      return step(batch, null);
+    }
     float[][] refs = new float[batch.size()][];
     TinyLm ref = TinyLm.of(reference);
     for (int i = 0; i < batch.size(); i++) {

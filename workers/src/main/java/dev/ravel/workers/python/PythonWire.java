@@ -113,6 +113,9 @@ public final class PythonWire implements CrossLanguageCodec {
     params.put("temperature", p.temperature());
     params.put("top_p", p.topP());
     params.put("seed", p.seed());
+    if (p.ignoreEos()) {
+      params.put("ignore_eos", true);
+    }
     return o;
   }
 

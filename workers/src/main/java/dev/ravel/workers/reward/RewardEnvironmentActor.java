@@ -22,8 +22,19 @@ public final class RewardEnvironmentActor extends RavelActor implements RewardEn
     double[] out = new double[problems.size()];
     for (int i = 0; i < out.length; i++) {
       int[] c = completions.get(i);
-      out[i] = task.reward(problems.get(i), tokenizer.decode(c, 0, c.length));
+      // the answer ends at the first EOS (with generation.ignore_eos the completion goes on past it)
+      out[i] = task.reward(problems.get(i), tokenizer.decode(c, 0, answerLength(c)));
     }
     return out;
+  }
+
+  /** Tokens before the first EOS, or all of them. */
+  private int answerLength(int[] completion) {
+    for (int i = 0; i < completion.length; i++) {
+      if (completion[i] == tokenizer.eos()) {
+        return i;
+      }
+    }
+    return completion.length;
   }
 }

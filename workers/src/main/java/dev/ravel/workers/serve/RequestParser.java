@@ -90,7 +90,7 @@ final class RequestParser {
     }
     Long seed = present(body, "seed") ? longValue(body, "seed") : null;
     SamplingParams sampling = SamplingParams.builder().maxTokens(maxTokens).temperature(temperature).topP(topP)
-        .build();
+        .ignoreEos(bool(body, "ignore_eos", false)).build();
     return new CompletionRequest(model, prompts, n, sampling, seed, logprobs,
         bool(body, "return_tokens_as_token_ids", false), bool(body, "stream", false), chat);
   }

@@ -31,6 +31,25 @@ final class EmbeddedEngineTest {
   }
 
   @Test
+  void generate_ignoreEos_everyCompletionRunsToMaxTokensPastItsEos() {
+    EmbeddedEngine engine = engine(config().build(), FakeModel.of(1).eosLogit(0.5f));
+    List<GenerationRequest> requests = batch("i", 24, 12).stream()
+        .map(r -> GenerationRequest.of(r.requestId(), r.promptTokens(), r.params().toBuilder().ignoreEos(true).build(),
+            null))
+        .toList();
+
+    List<GenerationResult> results = engine.generate(requests);
+
+    assertThat(results).allSatisfy(r -> {
+      assertThat(r.completionTokens()).hasSize(12);
+      assertThat(r.finishReason()).isEqualTo(FinishReason.LENGTH);
+    });
+    // the same model stops early without the flag, so EOS was sampled and kept as a token
+    assertThat(results.stream().flatMapToInt(r -> Arrays.stream(r.completionTokens()))).contains(FakeModel.EOS);
+    assertThat(engine.snapshot().generationTokens()).isEqualTo(24L * 12);
+  }
+
+  @Test
   void generate_batch_allFinishInInputOrderWithConsistentCounts() {
     EmbeddedEngine engine = engine(config().build(), FakeModel.of(1).eosLogit(0.5f));
     List<GenerationRequest> requests = batch("b", 24, 12);

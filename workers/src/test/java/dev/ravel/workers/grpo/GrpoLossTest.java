@@ -67,6 +67,26 @@ final class GrpoLossTest {
     assertThat(r.meanReward()).isEqualTo(0.25);
   }
 
+  @Test
+  void compute_noReferenceWithKlBetaZero_equalsTheLossWithTheReferenceAtThePolicy() {
+    TinyLm lm = TinyLm.of(ModelWeights.init(SMALL, 1));
+    List<Trajectory> batch = offPolicyBatch(lm, new Random(3));
+    double[] advantages = new double[batch.size()];
+    for (int i = 0; i < advantages.length; i++) {
+      advantages[i] = i % 2 == 0 ? 1 : -0.5;
+    }
+    GrpoConfig noKl = CONFIG.toBuilder().klBeta(0).build();
+
+    GrpoLoss.Result without = GrpoLoss.compute(lm, batch, advantages, null, noKl);
+    GrpoLoss.Result atPolicy = GrpoLoss.compute(lm, batch, advantages, logProbs(lm, batch), noKl);
+
+    assertThat(without.kl()).isZero();
+    assertThat(without.loss()).isCloseTo(atPolicy.loss(), org.assertj.core.data.Offset.offset(1e-6));
+    assertThat(without.gradient()).containsExactly(atPolicy.gradient(), org.assertj.core.data.Offset.offset(1e-6f));
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> GrpoLoss.compute(lm, batch, advantages, null, CONFIG))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("klBeta is 0.1");
+  }
+
   private static double loss(float[] p, List<Trajectory> batch, double[] advantages, float[][] refLogProbs) {
     TinyLm lm = TinyLm.of(ModelWeights.of(SMALL, 0, p.clone()));
     return GrpoLoss.compute(lm, batch, advantages, refLogProbs, CONFIG).loss();

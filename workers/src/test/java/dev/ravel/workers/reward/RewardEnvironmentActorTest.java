@@ -30,6 +30,18 @@ final class RewardEnvironmentActorTest {
   }
 
   @Test
+  void score_answerEndsAtTheFirstEosWhateverFollows() {
+    int[] answered = completion("5", true);
+    int[] more = completion("77", false);
+    int[] ignoredEos = Arrays.copyOf(answered, answered.length + more.length);
+    System.arraycopy(more, 0, ignoredEos, answered.length, more.length);
+    int[] lateEos = completion("57", true);
+
+    assertThat(reward.score(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE), List.of(ignoredEos, lateEos)))
+        .containsExactly(1.0, 0.0);
+  }
+
+  @Test
   void score_wrongDigitGetsNothing() {
     assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("6", true)))).containsExactly(0.0);
   }

@@ -69,6 +69,18 @@ final class CompletionsTest {
   }
 
   @Test
+  void completions_ignoreEos_everyChoiceRunsToMaxTokens() {
+    JsonNode r = s.ok("/v1/completions", "{\"model\":\"ravel-tiny\",\"prompt\":[1,2,10,3,4,12],\"n\":8,"
+        + "\"max_tokens\":12,\"seed\":7,\"ignore_eos\":true,\"return_tokens_as_token_ids\":true,\"logprobs\":0}");
+
+    assertThat(r.get("choices")).hasSize(8).allSatisfy(c -> {
+      assertThat(c.get("logprobs").get("tokens")).hasSize(12);
+      assertThat(c.get("finish_reason").asText()).isEqualTo("length");
+    });
+    assertThat(r.at("/usage/completion_tokens").asLong()).isEqualTo(8 * 12);
+  }
+
+  @Test
   void completions_textPrompt_answersTheDecodedCompletionOfTheEncodedPrompt() {
     JsonNode r = s.ok("/v1/completions", "{\"prompt\":\"7+8=\",\"max_tokens\":5,\"seed\":3,\"logprobs\":1}");
 

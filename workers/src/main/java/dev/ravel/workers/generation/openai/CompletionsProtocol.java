@@ -46,6 +46,9 @@ final class CompletionsProtocol {
     body.put("temperature", p.temperature());
     body.put("top_p", p.topP());
     body.put("seed", p.seed());
+    if (p.ignoreEos()) {
+      body.put("ignore_eos", true); // vLLM's sampling extension; ravel serve takes it too
+    }
     // 0 top alternatives: only the sampled token's log-prob (vLLM returns it for every position)
     body.put("logprobs", 0);
     body.put("return_tokens_as_token_ids", true);

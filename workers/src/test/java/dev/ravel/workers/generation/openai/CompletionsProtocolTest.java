@@ -36,6 +36,17 @@ class CompletionsProtocolTest {
     assertThat(body.get("logprobs").asInt()).isZero();
     assertThat(body.get("return_tokens_as_token_ids").asBoolean()).isTrue();
     assertThat(body.get("stream").asBoolean()).isFalse();
+    assertThat(body.has("ignore_eos")).isFalse();
+  }
+
+  @Test
+  void requestBody_ignoreEos_isSentAsVllmsSamplingExtension() throws Exception {
+    GenerationRequest r = GenerationRequest.of("s0-p0-0", new int[] {4},
+        SamplingParams.builder().maxTokens(6).ignoreEos(true).build(), null);
+
+    JsonNode body = JSON.readTree(CompletionsProtocol.requestBody(r, 1, "ravel-tiny"));
+
+    assertThat(body.get("ignore_eos").asBoolean()).isTrue();
   }
 
   @Test
