@@ -7,6 +7,20 @@ import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.bench.Echo;
 import dev.ravel.workers.bench.EchoActor;
 import dev.ravel.workers.bench.PlainEcho;
+import dev.ravel.workers.engine.EmbeddedEngine;
+import dev.ravel.workers.engine.EngineConfig;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.generation.GenerationWorkerActor;
+import dev.ravel.workers.generation.GenerationWorkerSpec;
+import dev.ravel.workers.generation.StepBatch;
+import dev.ravel.workers.model.CharTokenizer;
+import dev.ravel.workers.model.ModelSpec;
+import dev.ravel.workers.model.ModelWeights;
+import dev.ravel.workers.model.TinyLm;
+import dev.ravel.workers.task.ArithmeticTask;
 import io.ray.api.ActorHandle;
 import io.ray.api.Ray;
 import java.nio.file.Files;
@@ -39,6 +53,11 @@ final class BenchCallsCommand implements Callable<Integer> {
 
   @Option(names = "--payload-bytes", defaultValue = "64", description = "Bytes sent and returned per call (default ${DEFAULT-VALUE}).")
   int payloadBytes;
+
+  @Option(names = "--generation-rounds", defaultValue = "5",
+      description = "Rounds of the generation comparison: one GRPO step's requests through a generation worker actor"
+          + " against the same engine in this process (0 leaves it out; default ${DEFAULT-VALUE}).")
+  int generationRounds;
 
   @Option(names = "--runs-dir", defaultValue = "runs/bench", description = "Where the benchmark's spans go.")
   Path runsDir;
@@ -106,6 +125,9 @@ final class BenchCallsCommand implements Callable<Integer> {
             round + 1, rv / 1e3, pv / 1e3, rv / pv);
       }
       p.kill();
+      if (generationRounds > 0) {
+        generation(session);
+      }
     }
     BenchStats.Ratio ratio = BenchStats.ratio(ravel, plain);
     System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
@@ -123,6 +145,11 @@ final class BenchCallsCommand implements Callable<Integer> {
               "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
       root.put("ratios", Map.of("ravel_over_plain", Map.of("value", ratio.value(),
           "ci95", java.util.Arrays.asList(ratio.low(), ratio.high()), "per_round", ratio.perRound())));
+      if (generationRatio != null) {
+        root.put("generation", Map.of("actor_over_in_process_tokens_per_s", Map.of("value", generationRatio.value(),
+            "ci95", java.util.Arrays.asList(generationRatio.low(), generationRatio.high()),
+            "per_round", generationRatio.perRound())));
+      }
       root.put("calls", calls);
       root.put("rounds", rounds);
       root.put("payload_bytes", payloadBytes);
@@ -133,6 +160,65 @@ final class BenchCallsCommand implements Callable<Integer> {
       System.out.println("wrote " + json.toAbsolutePath());
     }
     return 0;
+  }
+
+  /**
+   * The generation phase's path (a {@code generate} call to a worker actor: the requests and results through
+   * Ravel's codec and Ray, the worker's span, its engine) against the same engine on the same requests in this
+   * process: 32 prompts x 8, 32 new tokens each (EOS ignored, so both do the same work), the bench workload's
+   * model. Both produce the same tokens; tokens/s per round, the order alternating, after one warm-up round.
+   */
+  private void generation(DriverSession session) {
+    CharTokenizer tokenizer = CharTokenizer.arithmetic();
+    ModelSpec model = ModelSpec.tiny(tokenizer.vocabSize()).toBuilder().hiddenDim(256).embedDim(32).build();
+    ModelWeights weights = ModelWeights.init(model, 7);
+    EngineConfig config = EngineConfig.builder().kvTokenBudget(16384).maxRunningRequests(256)
+        .modelName("ravel-tiny").eosToken(tokenizer.eos()).build();
+    SamplingParams sampling = SamplingParams.builder().maxTokens(32).temperature(1.0).ignoreEos(true).build();
+    RavelActorHandle<GenerationWorker> worker = session.actor(GenerationWorkerActor::new,
+        new GenerationWorkerSpec(config.kvTokenBudget(), config.maxRunningRequests(), "ravel-tiny", tokenizer.eos(),
+            weights, null), GenerationWorker.class).maxConcurrency(4).remote();
+    List<Double> actor = new ArrayList<>();
+    List<Double> local = new ArrayList<>();
+    try (EmbeddedEngine engine = new EmbeddedEngine(config, TinyLm.of(weights), io.opentelemetry.api.OpenTelemetry.noop())) {
+      for (int r = -1; r < generationRounds; r++) {
+        List<GenerationRequest> batch = StepBatch.plan(ArithmeticTask.standard(), tokenizer, 32, 8, sampling, 7, r + 1)
+            .requests();
+        double a = 0;
+        double l = 0;
+        for (int k = 0; k < 2; k++) {
+          if ((k == 0) == (r % 2 == 0)) {
+            a = tokensPerSecond(() -> worker.call(GenerationWorker::generate, batch).get());
+          } else {
+            l = tokensPerSecond(() -> engine.generate(batch));
+          }
+        }
+        if (r < 0) {
+          continue;
+        }
+        actor.add(a);
+        local.add(l);
+        System.out.printf("generation round %d: worker actor %,.0f tokens/s, engine in-process %,.0f tokens/s, ratio %.3f%n",
+            r + 1, a, l, a / l);
+      }
+    }
+    generationRatio = BenchStats.ratio(actor, local);
+    System.out.printf("generation phase tokens/s / the engine alone in-process: %.3f%s%n", generationRatio.value(),
+        generationRatio.low() == null ? ""
+            : String.format(" (95%% interval %.3f-%.3f)", generationRatio.low(), generationRatio.high()));
+  }
+
+  private BenchStats.Ratio generationRatio;
+
+  private static double tokensPerSecond(java.util.function.Supplier<List<GenerationResult>> g) {
+    long start = System.nanoTime();
+    List<GenerationResult> results = g.get();
+    double seconds = (System.nanoTime() - start) / 1e9;
+    long tokens = 0;
+    for (GenerationResult r : results) {
+      tokens += r.requireSucceeded().completionTokens().length;
+    }
+    return tokens / seconds;
   }
 
   /** Mean nanoseconds per sequential call. */
