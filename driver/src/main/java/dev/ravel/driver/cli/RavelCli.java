@@ -21,7 +21,9 @@ public final class RavelCli implements Runnable {
   /** Runs the command line and returns its exit code (for tests and the launcher). */
   public static int execute(String... args) {
     CommandLine cl = new CommandLine(new RavelCli());
-    cl.setExecutionExceptionHandler(new Errors());
+    Errors errors = new Errors();
+    cl.setExecutionExceptionHandler(errors);
+    cl.setParameterExceptionHandler(errors);
     return cl.execute(args);
   }
 

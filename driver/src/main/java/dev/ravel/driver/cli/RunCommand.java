@@ -30,6 +30,10 @@ final class RunCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     RunConfig config = RunConfig.load(args.configFile, args.overrides, System.getenv());
+    // before a head is started or contacted: each fails with one line naming the key
+    Preflight.writableRunsDir(config.telemetry().runsDir(), System.getenv());
+    Preflight.otlpSettings(config.telemetry(), System.getenv());
+    Preflight.reachableRay(config.string("cluster.address"), System.getenv());
     DriverSession.Builder b = DriverSession.builder(config.telemetry())
         .workerJvmOptions(List.of("-Xmx" + config.integer("cluster.worker_heap_mb") + "m", "-XX:+UseSerialGC"));
     if (!config.string("cluster.address").isEmpty()) {

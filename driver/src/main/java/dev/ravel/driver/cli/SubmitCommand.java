@@ -21,8 +21,8 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code ravel submit [options] -- <entrypoint...>} and {@code ravel submit run <config.yaml> [overrides...]
  * [options]}: submit a Ray job through the dashboard's Jobs API. With {@code --wait}, the job's output
- * streams to stdout and the exit code is the job's outcome: 0 succeeded, 1 failed, 2 stopped, 3 still
- * running when {@code --timeout} passed.
+ * streams to stdout and the exit code is the job's outcome ({@link ExitCodes}): 0 succeeded, 1 failed, 3
+ * stopped, 4 still running when {@code --timeout} passed (2 is a usage or configuration error).
  */
 @Command(name = "submit", mixinStandardHelpOptions = true, subcommands = SubmitCommand.Run.class,
     description = {"Submit a Ray job through the dashboard's Jobs API.",
@@ -31,13 +31,14 @@ import picocli.CommandLine.Parameters;
         "  ravel submit run <config.yaml> [overrides]  a GRPO run (see 'submit run -h')",
         "Without --wait, prints the submission id and returns."},
     exitCodeListHeading = "%nExit codes with --wait:%n",
-    exitCodeList = {"0:the job succeeded", "1:the job failed (or ravel could not submit it)", "2:the job was stopped",
-        "3:the job was still running when --timeout passed"})
+    exitCodeList = {"0:the job succeeded", "1:the job failed (or ravel could not submit it)",
+        "2:a usage or configuration error (nothing was submitted)", "3:the job was stopped",
+        "4:the job was still running when --timeout passed"})
 final class SubmitCommand implements Callable<Integer> {
-  static final int EXIT_SUCCEEDED = 0;
-  static final int EXIT_FAILED = 1;
-  static final int EXIT_STOPPED = 2;
-  static final int EXIT_TIMED_OUT = 3;
+  static final int EXIT_SUCCEEDED = ExitCodes.OK;
+  static final int EXIT_FAILED = ExitCodes.FAILED;
+  static final int EXIT_STOPPED = ExitCodes.STOPPED;
+  static final int EXIT_TIMED_OUT = ExitCodes.TIMED_OUT;
 
   @Mixin
   Options options = new Options();

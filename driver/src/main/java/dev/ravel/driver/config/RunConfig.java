@@ -98,8 +98,7 @@ public final class RunConfig {
           root.putAll(m);
         }
       } catch (JsonProcessingException e) {
-        throw new ConfigException(file.toString(), "not valid YAML: " + e.getOriginalMessage()
-            + (e.getLocation() != null ? " (line " + e.getLocation().getLineNr() + ")" : ""));
+        throw yamlError(file, e);
       } catch (IOException e) {
         throw new ConfigException(file.toString(), "cannot read: " + e.getMessage());
       }
@@ -200,8 +199,34 @@ public final class RunConfig {
     return t;
   }
 
+  /**
+   * A YAML syntax error as one line: {@code file:line:column: not valid YAML: problem} (SnakeYAML's own message
+   * spans several lines, with the offending line quoted).
+   */
+  static ConfigException yamlError(Path file, JsonProcessingException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof org.yaml.snakeyaml.error.MarkedYAMLException m && m.getProblemMark() != null) {
+        org.yaml.snakeyaml.error.Mark at = m.getProblemMark();
+        String problem = m.getProblem() == null ? "syntax error" : m.getProblem();
+        String context = m.getContext() == null ? "" : " (" + m.getContext() + ")";
+        return new ConfigException(file + ":" + (at.getLine() + 1) + ":" + (at.getColumn() + 1),
+            "not valid YAML: " + oneLine(problem) + oneLine(context));
+      }
+    }
+    String where = e.getLocation() == null ? file.toString()
+        : file + ":" + e.getLocation().getLineNr() + ":" + e.getLocation().getColumnNr();
+    return new ConfigException(where, "not valid YAML: " + oneLine(e.getOriginalMessage()));
+  }
+
+  private static String oneLine(String s) {
+    return s.replaceAll("\\s*\\n\\s*", " ").strip();
+  }
+
   private void validate() {
     mode();
+    if (longValue("run.seed") < 0) {
+      throw new ConfigException("run.seed", "must be a whole number >= 0, got " + longValue("run.seed"));
+    }
     positive("grpo.steps");
     positive("grpo.prompts_per_step");
     if (integer("grpo.group_size") < 2) {
@@ -213,6 +238,15 @@ public final class RunConfig {
     positive("generation.max_running_requests");
     positive("generation.max_concurrency");
     bool("generation.ignore_eos");
+    // a request holds its prompt and every new token in the engine's KV budget: one that cannot fit is
+    // never admitted, so say so now rather than from inside a worker after the head started
+    int prompt = promptTokens();
+    int needed = prompt + integer("grpo.max_new_tokens");
+    if (integer("generation.kv_token_budget") < needed) {
+      throw new ConfigException("generation.kv_token_budget", integer("generation.kv_token_budget")
+          + " tokens cannot hold one request: a prompt (" + prompt + " tokens) plus grpo.max_new_tokens ("
+          + integer("grpo.max_new_tokens") + ") needs " + needed);
+    }
     if (integer("grpo.max_trajectory_age_steps") < 0) {
       throw new ConfigException("grpo.max_trajectory_age_steps", "must not be negative");
     }
@@ -236,7 +270,8 @@ public final class RunConfig {
     range("grpo.learning_rate", 0, 10, false);
     range("grpo.clip_epsilon", 0, 1, false);
     range("grpo.kl_beta", 0, 100, true);
-    range("grpo.temperature", 0, 10, true);
+    // GRPO compares a group's samples: at temperature 0 they are all the same and no group has a signal
+    range("grpo.temperature", 0, 10, false);
     range("grpo.top_p", 0, 1, false);
     if (string("generation.model").isBlank()) {
       throw new ConfigException("generation.model", "must not be empty");
@@ -375,6 +410,12 @@ public final class RunConfig {
     if (!(minInclusive ? v >= min : v > min) || v > max) {
       throw new ConfigException(key, "must be in " + (minInclusive ? "[" : "(") + min + ", " + max + "], got " + v);
     }
+  }
+
+  /** Tokens in a prompt of the run's task (every arithmetic prompt {@code "a+b="} has the same length). */
+  private static int promptTokens() {
+    return dev.ravel.workers.model.CharTokenizer.arithmetic()
+        .encode(dev.ravel.workers.task.ArithmeticTask.standard().problem(0, 0).prompt()).length;
   }
 
   private Object raw(String dotted) {

@@ -65,26 +65,31 @@ final class AsyncLoop {
     long calls = 0;
     CollectorStats before = actors.collector.call(TrajectoryCollector::stats).get();
     try (ScopedSpan s = steps.start(step, version)) {
-      if (step == 0) {
-        long v = version;
-        clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v).get());
-        calls++;
+      try {
+        if (step == 0) {
+          long v = version;
+          clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v).get());
+          calls++;
+        }
+        Gathered got = clock.time(Phase.BUFFER_STARVATION, () -> gather(step, before.failures()));
+        calls += got.calls;
+        link(s, got.rollouts);
+        List<Trajectory> batch = clock.time(Phase.DATA_PROCESSING, () -> flatten(got.rollouts));
+        TrainPhase.Trained t = trainPhase.train(clock, s, step, batch);
+        TrainOutcome update = t.outcome();
+        version = update.version();
+        calls += trainPhase.rayCalls();
+        if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
+          calls += clock.time(Phase.REFIT, () -> refit(update));
+        }
+        CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
+        long collectorCalls = (after.generateCalls() - before.generateCalls())
+            + (after.rewardCalls() - before.rewardCalls()) + (after.bufferCalls() - before.bufferCalls());
+        steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls);
+      } catch (RuntimeException | Error e) {
+        s.error(e); // the failed step's span says so, with the exception as an event
+        throw e;
       }
-      Gathered got = clock.time(Phase.BUFFER_STARVATION, () -> gather(step, before.failures()));
-      calls += got.calls;
-      link(s, got.rollouts);
-      List<Trajectory> batch = clock.time(Phase.DATA_PROCESSING, () -> flatten(got.rollouts));
-      TrainPhase.Trained t = trainPhase.train(clock, s, step, batch);
-      TrainOutcome update = t.outcome();
-      version = update.version();
-      calls += trainPhase.rayCalls();
-      if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
-        calls += clock.time(Phase.REFIT, () -> refit(update));
-      }
-      CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
-      long collectorCalls = (after.generateCalls() - before.generateCalls())
-          + (after.rewardCalls() - before.rewardCalls()) + (after.bufferCalls() - before.bufferCalls());
-      steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls);
     }
   }
 

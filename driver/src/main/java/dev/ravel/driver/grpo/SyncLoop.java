@@ -56,29 +56,34 @@ final class SyncLoop {
     PhaseClock clock = steps.clock();
     long calls = 0;
     try (ScopedSpan s = steps.start(step, version)) {
-      StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(task, tokenizer,
-          settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
-      if (step > 0) {
-        TrainOutcome update = lastUpdate;
-        calls += clock.time(Phase.REFIT, () -> actors.refit(update));
+      try {
+        StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(task, tokenizer,
+            settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
+        if (step > 0) {
+          TrainOutcome update = lastUpdate;
+          calls += clock.time(Phase.REFIT, () -> actors.refit(update));
+        }
+        List<GenerationResult> results = clock.time(Phase.GENERATION,
+            () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
+              g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, version)
+                  .set(RavelAttributes.NUM_REQUESTS, (long) batch.requests().size());
+              return generate(batch.requests());
+            }));
+        calls += Math.min(actors.workers.size(), batch.requests().size());
+        results.forEach(GenerationResult::requireSucceeded);
+        List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();
+        double[] rewards = clock.time(Phase.REWARD,
+            () -> actors.reward.call(RewardEnvironment::score, batch.problemPerRequest(), completions).get());
+        calls++;
+        List<Trajectory> trajectories = batch.trajectories(results, rewards);
+        TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
+        lastUpdate = t.outcome();
+        version = lastUpdate.version();
+        steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls());
+      } catch (RuntimeException | Error e) {
+        s.error(e); // the failed step's span says so, with the exception as an event
+        throw e;
       }
-      List<GenerationResult> results = clock.time(Phase.GENERATION,
-          () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
-            g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, version)
-                .set(RavelAttributes.NUM_REQUESTS, (long) batch.requests().size());
-            return generate(batch.requests());
-          }));
-      calls += Math.min(actors.workers.size(), batch.requests().size());
-      results.forEach(GenerationResult::requireSucceeded);
-      List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();
-      double[] rewards = clock.time(Phase.REWARD,
-          () -> actors.reward.call(RewardEnvironment::score, batch.problemPerRequest(), completions).get());
-      calls++;
-      List<Trajectory> trajectories = batch.trajectories(results, rewards);
-      TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
-      lastUpdate = t.outcome();
-      version = lastUpdate.version();
-      steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls());
     }
   }
 

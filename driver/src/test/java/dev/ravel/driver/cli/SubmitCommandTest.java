@@ -101,7 +101,7 @@ class SubmitCommandTest {
   void submit_withoutEntrypoint_isAUsageError() {
     int code = RavelCli.execute("submit", "--address", url());
 
-    assertThat(code).isEqualTo(2);
+    assertThat(code).isEqualTo(ExitCodes.USAGE);
     assertThat(err.toString(StandardCharsets.UTF_8)).contains("after --");
   }
 
@@ -113,7 +113,7 @@ class SubmitCommandTest {
 
     int code = RavelCli.execute("submit", "--address", url(), "--wait", "--submission-id", "j1", "--", "sleep", "300");
 
-    assertThat(code).isEqualTo(SubmitCommand.EXIT_STOPPED);
+    assertThat(code).isEqualTo(SubmitCommand.EXIT_STOPPED).isEqualTo(3);
     assertThat(out.toString(StandardCharsets.UTF_8)).contains("started");
     assertThat(err.toString(StandardCharsets.UTF_8)).contains("job j1 STOPPED");
   }

@@ -243,7 +243,8 @@ final class RunConfigTest {
   void load_fileThatIsNotYamlNamesTheFile() throws IOException {
     Path file = yaml("grpo: [steps, 5\nrun: {mode: sync\n");
 
-    ConfigException e = assertConfigError(() -> RunConfig.load(file, List.of(), Map.of()), file.toString());
+    ConfigException e = catchThrowableOfType(ConfigException.class, () -> RunConfig.load(file, List.of(), Map.of()));
+    assertThat(e.key()).startsWith(file + ":");
     assertThat(e.getMessage()).contains("not valid YAML");
   }
 
@@ -306,14 +307,37 @@ final class RunConfigTest {
   }
 
   @Test
+  void load_valuesThatWouldFailInsideAWorkerAreRejectedUpFront() {
+    assertConfigError(() -> RunConfig.load(null, List.of("grpo.temperature=0"), Map.of()), "grpo.temperature");
+    assertConfigError(() -> RunConfig.load(null, List.of("run.seed=-1"), Map.of()), "run.seed");
+    assertConfigError(() -> RunConfig.load(null, List.of("run.seed=1.5"), Map.of()), "run.seed");
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.kv_token_budget=7",
+        "grpo.max_new_tokens=4"), Map.of()), "generation.kv_token_budget");
+    assertThat(e.getMessage()).contains("grpo.max_new_tokens (4)", "needs 8");
+  }
+
+  @Test
+  void load_yamlSyntaxErrorIsOneLineWithFileLineAndColumn() throws Exception {
+    Path bad = yaml("grpo:\n  steps: [1, 2\n  x: 1\n");
+    ConfigException e = catchThrowableOfType(ConfigException.class, () -> RunConfig.load(bad, List.of(), Map.of()));
+    assertThat(e.key()).isEqualTo(bad + ":3:4");
+    assertThat(e.getMessage()).doesNotContain("\n").contains("not valid YAML", "expected ',' or ']'");
+    Path tab = yaml("grpo:\n\tsteps: 3\n");
+    ConfigException t = catchThrowableOfType(ConfigException.class, () -> RunConfig.load(tab, List.of(), Map.of()));
+    assertThat(t.key()).isEqualTo(tab + ":2:1");
+    assertThat(t.getMessage()).doesNotContain("\n").containsIgnoringCase("tab");
+  }
+
+  @Test
   void load_boundaryValuesAreAccepted() {
     RunConfig c = RunConfig.load(null, List.of("grpo.group_size=2", "grpo.steps=1", "grpo.top_p=1",
-        "grpo.temperature=0", "grpo.kl_beta=0", "grpo.max_trajectory_age_steps=0", "cluster.worker_heap_mb=64",
-        "telemetry.engine_sample_ratio=0"), Map.of());
+        "grpo.temperature=0.001", "grpo.kl_beta=0", "grpo.max_trajectory_age_steps=0", "cluster.worker_heap_mb=64",
+        "telemetry.engine_sample_ratio=0", "run.seed=0", "generation.kv_token_budget=8", "grpo.max_new_tokens=4"),
+        Map.of());
 
     assertThat(c.integer("grpo.group_size")).isEqualTo(2);
     assertThat(c.number("grpo.top_p")).isEqualTo(1.0);
-    assertThat(c.number("grpo.temperature")).isZero();
+    assertThat(c.number("grpo.temperature")).isEqualTo(0.001);
     assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(64);
     assertThat(c.string("generation.backend")).isEqualTo("embedded");
     assertThat(c.telemetry().engineSampleRatio()).isZero();

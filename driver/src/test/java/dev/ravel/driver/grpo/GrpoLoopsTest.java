@@ -99,6 +99,35 @@ final class GrpoLoopsTest {
     return GrpoSettings.from(RunConfig.load(null, overrides, Map.of()));
   }
 
+  /** A reward environment that is down. */
+  static final class FailingReward extends RavelActor implements RewardEnvironment {
+    @Override
+    public double[] score(List<Problem> problems, List<int[]> completions) {
+      throw new IllegalStateException("reward service down");
+    }
+  }
+
+  @Test
+  void syncStep_aFailedPhaseMarksItsSpanAndTheStepErrorWithTheException() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors ok = actors(s, w);
+    GrpoActors actors = new GrpoActors(ok.workers, local(new FailingReward(), RewardEnvironment.class, 1), ok.trainer,
+        null, null);
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
+        new TrainPhase(actors.trainer, s, runDir), steps(s), ArithmeticTask.standard(), tokenizer, w).run())
+        .hasMessageContaining("reward service down");
+
+    for (String name : List.of(SpanNames.GRPO_STEP, Phase.REWARD.spanName())) {
+      SpanData d = only(name);
+      assertThat(d.getStatus().getStatusCode()).as(name).isEqualTo(io.opentelemetry.api.trace.StatusCode.ERROR);
+      assertThat(d.getEvents()).as(name).extracting(io.opentelemetry.sdk.trace.data.EventData::getName)
+          .contains("exception");
+    }
+    assertThat(exporter.getFinishedSpanItems()).extracting(SpanData::getName).doesNotContain(SpanNames.GRPO_TRAINING);
+  }
+
   @Test
   void syncStep_klBetaZeroSkipsTheReferencePassAndItsCall() {
     GrpoSettings s = settings("sync", "grpo.kl_beta=0");

@@ -34,7 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Ray Jobs on a real head with its dashboard, started here on 127.0.0.1 and stopped after: a GRPO run
  * submitted with {@code bin/ravel submit run ... --wait} (the real launcher, a separate process) succeeds
  * and its logs hold the run's summary; its {@code rl.job.run} span is a child of the submitter's
- * {@code rl.job.submit}; a long job stopped while {@code --wait} follows it ends STOPPED with exit code 2;
+ * {@code rl.job.submit}; a long job stopped while {@code --wait} follows it ends STOPPED with exit code 3;
  * unknown ids and an unreachable dashboard give typed errors and one-line CLI messages that name them.
  */
 final class RayJobsIT {
@@ -178,7 +178,7 @@ final class RayJobsIT {
 
       assertThat(client.waitFor(id, Duration.ofSeconds(30))).isEqualTo(JobStatus.STOPPED);
       assertThat(waiting.waitFor(30, TimeUnit.SECONDS)).as("the waiting CLI ended").isTrue();
-      assertThat(waiting.exitValue()).as(Files.readString(err)).isEqualTo(2);
+      assertThat(waiting.exitValue()).as(Files.readString(err)).isEqualTo(3); // ExitCodes.STOPPED
       assertThat(Files.readString(err)).contains("job " + id + " STOPPED");
       assertThat(client.stop(id)).as("stop of a stopped job").isFalse();
       assertThat(client.delete(id)).isTrue();

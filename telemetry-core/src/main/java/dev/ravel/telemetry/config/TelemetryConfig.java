@@ -38,6 +38,10 @@ public final class TelemetryConfig {
   public static final String OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME";
   /** The OpenTelemetry variable whose {@code key=value} pairs join every process's resource. */
   public static final String OTEL_RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES";
+  /** The OpenTelemetry variable that turns the SDK off: {@code true} disables Ravel's telemetry. */
+  public static final String OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED";
+  /** The OpenTelemetry variable that picks the span exporter: {@code none} exports no telemetry; {@code otlp} keeps the config's. */
+  public static final String OTEL_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER";
 
   private static final Pattern RUN_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
@@ -167,7 +171,40 @@ public final class TelemetryConfig {
       }
       apply(b, e.getKey(), origin.get(e.getKey()), e.getValue());
     }
+    applyOtelSwitches(b, env);
     return b.build();
+  }
+
+  /**
+   * {@code OTEL_SDK_DISABLED=true} and {@code OTEL_TRACES_EXPORTER=none}, as the OpenTelemetry specification
+   * defines them, over whatever the config says; values the specification does not define are errors naming
+   * the variable (empty counts as unset: that is how a worker sees them masked).
+   */
+  private static void applyOtelSwitches(Builder b, Map<String, String> env) {
+    String disabled = env.get(OTEL_SDK_DISABLED);
+    if (disabled != null && !disabled.isBlank()) {
+      String d = disabled.trim().toLowerCase(Locale.ROOT);
+      if (!d.equals("true") && !d.equals("false")) {
+        throw new ConfigException(OTEL_SDK_DISABLED, "must be true or false, got '" + disabled + "'");
+      }
+      if (d.equals("true")) {
+        b.enabled(false);
+        b.origin("enabled", OTEL_SDK_DISABLED);
+      }
+    }
+    String traces = env.get(OTEL_TRACES_EXPORTER);
+    if (traces != null && !traces.isBlank()) {
+      String t = traces.trim().toLowerCase(Locale.ROOT);
+      switch (t) {
+        case "none" -> {
+          b.exporter(ExporterKind.NONE);
+          b.origin("exporter", OTEL_TRACES_EXPORTER);
+        }
+        case "otlp" -> { } // the config's exporter (file, otlp or both) stands
+        default -> throw new ConfigException(OTEL_TRACES_EXPORTER, "unsupported value '" + traces
+            + "' (valid: otlp, none; Ravel's own file export is telemetry.exporter)");
+      }
+    }
   }
 
   private static void apply(Builder b, String key, String where, Object value) {

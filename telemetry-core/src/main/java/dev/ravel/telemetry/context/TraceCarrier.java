@@ -21,6 +21,12 @@ import java.util.Objects;
 public final class TraceCarrier implements Serializable {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * The counter of carriers that came with a {@code traceparent} no valid span context could be read from
+   * (the receiver then starts a new trace): counted by each receiving process, and logged once per process.
+   */
+  public static final String MALFORMED_METRIC = "rl.context.malformed_carriers";
+
   /** Carries nothing: the receiver starts a new trace. */
   public static final TraceCarrier EMPTY = new TraceCarrier("", "", "");
 

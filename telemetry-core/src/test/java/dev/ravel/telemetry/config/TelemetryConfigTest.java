@@ -48,6 +48,29 @@ final class TelemetryConfigTest {
   // ---------------------------------------------------------------- OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 
   @Test
+  void fromMap_otelSdkDisabledTrueTurnsTelemetryOffWhateverTheConfigSays() {
+    TelemetryConfig c = TelemetryConfig.fromMap(Map.of("enabled", true), Map.of("OTEL_SDK_DISABLED", "TRUE"));
+    assertThat(c.enabled()).isFalse();
+    assertThat(TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SDK_DISABLED", "false")).enabled()).isTrue();
+    assertThat(TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SDK_DISABLED", "")).enabled()).isTrue();
+    ConfigException e = catchThrowableOfType(ConfigException.class,
+        () -> TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SDK_DISABLED", "yes")));
+    assertThat(e.key()).isEqualTo("OTEL_SDK_DISABLED");
+  }
+
+  @Test
+  void fromMap_otelTracesExporterNoneExportsNothingAndOtlpKeepsTheConfigs() {
+    assertThat(TelemetryConfig.fromMap(Map.of("exporter", "both"), Map.of("OTEL_TRACES_EXPORTER", "none")).exporter())
+        .isEqualTo(ExporterKind.NONE);
+    assertThat(TelemetryConfig.fromMap(Map.of("exporter", "both"), Map.of("OTEL_TRACES_EXPORTER", "otlp")).exporter())
+        .isEqualTo(ExporterKind.BOTH);
+    ConfigException e = catchThrowableOfType(ConfigException.class,
+        () -> TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_TRACES_EXPORTER", "zipkin")));
+    assertThat(e.key()).isEqualTo("OTEL_TRACES_EXPORTER");
+    assertThat(e.getMessage()).contains("zipkin", "otlp, none");
+  }
+
+  @Test
   void fromMap_otelServiceNameNamesTheServiceWhenTheConfigDoesNot() {
     assertThat(TelemetryConfig.fromMap(Map.of(), Map.of("OTEL_SERVICE_NAME", "grpo-prod")).serviceName())
         .isEqualTo("grpo-prod");

@@ -1,6 +1,7 @@
 package dev.ravel.workers.actor;
 
 import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import dev.ravel.telemetry.spans.RavelAttributes;
@@ -74,12 +75,17 @@ public abstract class RavelActor implements RavelRole {
   final byte[] serve(ActorInvocation call) throws Exception {
     Target t = targets.computeIfAbsent(new MethodKey(call.method(), call.descriptor()), k -> target(call));
     Method m = t.method();
+    io.opentelemetry.context.Context parent = call.carrier().extract();
+    if (!io.opentelemetry.api.trace.Span.fromContext(parent).getSpanContext().isValid()
+        && !call.carrier().traceparent().isEmpty()) {
+      malformed(call);
+    }
     if (!t.traced()) {
-      try (var scope = call.carrier().extract().makeCurrent()) {
+      try (var scope = parent.makeCurrent()) {
         return Codec.encode(dispatch(m, call.args()));
       }
     }
-    try (ScopedSpan s = spans().start(SpanGroup.WORKER, t.spanName(), SpanKind.SERVER, call.carrier().extract())) {
+    try (ScopedSpan s = spans().start(SpanGroup.WORKER, t.spanName(), SpanKind.SERVER, parent)) {
       s.set(RavelAttributes.ACTOR_ROLE, role.name()).set(RavelAttributes.ACTOR_METHOD, m.getName());
       try {
         return Codec.encode(dispatch(m, call.args()));
@@ -87,6 +93,26 @@ public abstract class RavelActor implements RavelRole {
         s.error(e);
         throw e;
       }
+    }
+  }
+
+  private static final java.util.concurrent.atomic.AtomicBoolean MALFORMED_LOGGED =
+      new java.util.concurrent.atomic.AtomicBoolean();
+  private volatile io.opentelemetry.api.metrics.LongCounter malformedCarriers;
+
+  /** A call whose carrier could not be resumed: counted, logged once per process; the call runs in a new trace. */
+  private void malformed(ActorInvocation call) {
+    io.opentelemetry.api.metrics.LongCounter c = malformedCarriers;
+    if (c == null) {
+      c = telemetry.openTelemetry().getMeter(Spans.SCOPE).counterBuilder(TraceCarrier.MALFORMED_METRIC)
+          .setDescription("Actor calls whose trace carrier could not be resumed (they start a new trace)").build();
+      malformedCarriers = c;
+    }
+    c.add(1, io.opentelemetry.api.common.Attributes.of(RavelAttributes.ACTOR_ROLE, role.name()));
+    if (MALFORMED_LOGGED.compareAndSet(false, true)) {
+      org.slf4j.LoggerFactory.getLogger(RavelActor.class).warn("{}.{}: malformed trace carrier (traceparent '{}');"
+          + " the call starts a new trace (counted in {}, logged once per process)", role.name(), call.method(),
+          call.carrier().traceparent(), TraceCarrier.MALFORMED_METRIC);
     }
   }
 

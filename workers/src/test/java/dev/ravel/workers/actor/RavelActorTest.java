@@ -48,6 +48,17 @@ final class RavelActorTest {
   }
 
   @Test
+  void serve_malformedCarrierStillRunsTheCallInANewTrace() throws Exception {
+    RavelActor actor = new dev.ravel.workers.bench.EchoActor();
+    byte[] payload = {1, 2, 3};
+    ActorInvocation call = new ActorInvocation(dev.ravel.telemetry.context.TraceCarrier.of("00-not-a-trace-01", "", ""),
+        "echo", "([B)[B", new Object[] {payload});
+
+    assertThat((byte[]) Codec.decode(actor.serve(call))).containsExactly(payload);
+    assertThat((byte[]) Codec.decode(actor.serve(call))).containsExactly(payload); // again: logged once, counted
+  }
+
+  @Test
   void roleOf_classWithoutRoleInterfaceFailsNamingTheClass() {
     assertThatThrownBy(() -> RavelActor.roleOf(AnnotatedClass.class))
         .isInstanceOf(IllegalStateException.class)

@@ -1,0 +1,188 @@
+package dev.ravel.it.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ravel.it.support.Procs;
+import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.TestEnv;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Bad input through {@code bin/ravel}, as a user types it: each case exits with the documented code
+ * (2: usage or configuration error) within 5 s, prints one line on stderr that names the option, key,
+ * variable or file, no stack trace and nothing on stdout, and starts no Ray (no raylet or GCS is left, or
+ * was ever added). Then the two OpenTelemetry switches on a real run.
+ */
+final class BadInputIT {
+  static final int USAGE = 2;
+
+  @TempDir
+  static Path tmp;
+  static Path config;
+  static String closedAddress;
+  static Set<Long> rayBefore;
+
+  @BeforeAll
+  static void setUp() throws IOException {
+    config = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize()
+        .resolve("examples/grpo-sync.yaml");
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+      closedAddress = "127.0.0.1:" + s.getLocalPort(); // closed again: nothing listens there
+    }
+    Files.writeString(tmp.resolve("flow.yaml"), "grpo:\n  steps: [1, 2\n  x: 1\n");
+    Files.writeString(tmp.resolve("tab.yaml"), "grpo:\n\tsteps: 3\n");
+    Files.writeString(tmp.resolve("list.yaml"), "- grpo\n- run\n");
+    Files.writeString(tmp.resolve("a-file"), "not a folder");
+    rayBefore = rayProcesses();
+  }
+
+  @AfterAll
+  static void noRayLeft() throws IOException {
+    assertThat(rayProcesses()).isSubsetOf(rayBefore);
+  }
+
+  static Set<Long> rayProcesses() throws IOException {
+    Set<Long> out = new java.util.HashSet<>();
+    for (Procs.Proc p : Procs.all()) {
+      String cmd = Procs.cmdline(p.pid()).orElse("");
+      if (cmd.contains("raylet") || cmd.contains("gcs_server")) {
+        out.add(p.pid());
+      }
+    }
+    return out;
+  }
+
+  static Arguments bad(String names, String... args) {
+    return Arguments.of(String.join(" ", args), Map.of(), List.of(args), names);
+  }
+
+  static Arguments badEnv(String names, Map<String, String> env, String... args) {
+    return Arguments.of(env + " " + String.join(" ", args), env, List.of(args), names);
+  }
+
+  static Stream<Arguments> cases() {
+    String c = config.toString();
+    String file = tmp.resolve("a-file").toString();
+    return Stream.of(
+        // the command line
+        bad("CONFIG", "run"),
+        bad("--bogus", "run", c, "--bogus"),
+        bad("frobnicate", "frobnicate"),
+        bad("RUN_ID", "trace"),
+        bad("--max-waterfalls", "report", "--max-waterfalls", "many", "r1"),
+        bad("--calls", "bench-calls", "--calls", "0"),
+        bad("--bogus", "runs", "--bogus"),
+        bad("after --", "submit", "--address", "http://" + closedAddress),
+        bad("--port", "serve", "--port", "http"),
+        // the config file
+        bad("config file not found", "run", tmp.resolve("missing.yaml").toString()),
+        bad(tmp.resolve("flow.yaml") + ":3:", "run", tmp.resolve("flow.yaml").toString()),
+        bad(tmp.resolve("tab.yaml") + ":2:1", "run", tmp.resolve("tab.yaml").toString()),
+        bad("expected a mapping", "run", tmp.resolve("list.yaml").toString()),
+        bad("foo", "run", c, "foo.bar=1"),
+        bad("grpo.stepz", "run", c, "grpo.stepz=1"),
+        bad("grpo.steps", "run", c, "grpo.steps"),
+        // values
+        bad("grpo.steps", "run", c, "grpo.steps=0"),
+        bad("grpo.steps", "run", c, "grpo.steps=abc"),
+        bad("grpo.prompts_per_step", "run", c, "grpo.prompts_per_step=0"),
+        bad("grpo.group_size", "run", c, "grpo.group_size=1"),
+        bad("grpo.max_new_tokens", "run", c, "grpo.max_new_tokens=0"),
+        bad("grpo.temperature", "run", c, "grpo.temperature=0"),
+        bad("grpo.temperature", "run", c, "grpo.temperature=-1"),
+        bad("grpo.top_p", "run", c, "grpo.top_p=0"),
+        bad("grpo.top_p", "run", c, "grpo.top_p=1.5"),
+        bad("grpo.learning_rate", "run", c, "grpo.learning_rate=0"),
+        bad("grpo.clip_epsilon", "run", c, "grpo.clip_epsilon=2"),
+        bad("grpo.kl_beta", "run", c, "grpo.kl_beta=-1"),
+        bad("grpo.groups_per_call", "run", c, "grpo.groups_per_call=-1"),
+        bad("grpo.checkpoint_every", "run", c, "grpo.checkpoint_every=-1"),
+        bad("run.seed", "run", c, "run.seed=-1"),
+        bad("run.seed", "run", c, "run.seed=x"),
+        bad("run.mode", "run", c, "run.mode=turbo"),
+        bad("generation.workers", "run", c, "generation.workers=0"),
+        bad("generation.kv_token_budget", "run", c, "generation.kv_token_budget=1"),
+        bad("generation.max_running_requests", "run", c, "generation.max_running_requests=0"),
+        bad("generation.max_concurrency", "run", c, "generation.max_concurrency=0"),
+        bad("generation.backend", "run", c, "generation.backend=grpc"),
+        bad("generation.ignore_eos", "run", c, "generation.ignore_eos=maybe"),
+        bad("generation.runtime", "run", c, "generation.runtime=rust"),
+        bad("trainer.runtime", "run", c, "trainer.runtime=python"),
+        bad("cluster.worker_heap_mb", "run", c, "cluster.worker_heap_mb=10"),
+        bad("cluster.num_cpus", "run", c, "cluster.num_cpus=-1"),
+        bad("telemetry.exporter", "run", c, "telemetry.exporter=kafka"),
+        bad("telemetry.preset", "run", c, "telemetry.preset=everything"),
+        bad("telemetry.engine_sample_ratio", "run", c, "telemetry.engine_sample_ratio=2"),
+        // the world around the run, before anything starts
+        bad("telemetry.runs_dir", "run", c, "telemetry.runs_dir=" + file),
+        bad("cluster.address", "run", c, "cluster.address=" + closedAddress),
+        bad("cluster.address", "run", c, "cluster.address=localhost"),
+        badEnv("RAY_ADDRESS", Map.of("RAY_ADDRESS", closedAddress), "run", c),
+        badEnv("OTEL_TRACES_EXPORTER", Map.of("OTEL_TRACES_EXPORTER", "zipkin"), "run", c),
+        badEnv("OTEL_SDK_DISABLED", Map.of("OTEL_SDK_DISABLED", "perhaps"), "run", c),
+        badEnv("OTEL_METRICS_EXPORTER", Map.of("OTEL_METRICS_EXPORTER", "prometheus"), "run", c,
+            "telemetry.exporter=otlp"),
+        badEnv("OTEL_EXPORTER_OTLP_PROTOCOL", Map.of("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon"), "run", c,
+            "telemetry.exporter=otlp"),
+        badEnv("RAVEL_TELEMETRY_PRESET", Map.of("RAVEL_TELEMETRY_PRESET", "loud"), "run", c));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("cases")
+  void badInput_exitsWithTheUsageCodeAndOneLineNamingIt(String label, Map<String, String> extraEnv,
+      List<String> args, String names) throws Exception {
+    Map<String, String> env = new HashMap<>(TestEnv.clean());
+    env.putAll(extraEnv);
+    long t0 = System.nanoTime();
+    RavelCommand.Result r = RavelCommand.run(env, 60, args.toArray(String[]::new));
+    double seconds = (System.nanoTime() - t0) / 1e9;
+
+    List<String> lines = r.stderr().lines().filter(l -> !l.isBlank()).toList();
+    assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderr()).isEqualTo(USAGE);
+    assertThat(lines).as("stderr").hasSize(1);
+    assertThat(lines.get(0)).contains(names).doesNotContain("Exception", "\tat ");
+    assertThat(r.stdout()).as("stdout").isEmpty();
+    assertThat(seconds).as("seconds to the error").isLessThan(5.0);
+    assertThat(rayProcesses()).as("Ray processes").isSubsetOf(rayBefore);
+  }
+
+  @Test
+  void otelTracesExporterNone_aRealRunWritesNoSpans() throws Exception {
+    Map<String, String> env = new HashMap<>(TestEnv.clean());
+    env.put("OTEL_TRACES_EXPORTER", "none");
+    Path runs = tmp.resolve("runs-none");
+    RavelCommand.Result r = RavelCommand.run(env, 180, "run", config.toString(), "grpo.steps=1",
+        "grpo.prompts_per_step=2", "grpo.group_size=2", "telemetry.run_id=it-otel-none",
+        "telemetry.runs_dir=" + runs);
+
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    Path run = runs.resolve("it-otel-none");
+    assertThat(run.resolve("run.json")).isRegularFile();
+    assertThat(run.resolve("steps.jsonl")).isRegularFile();
+    List<String> files = new ArrayList<>();
+    try (Stream<Path> s = Files.list(run)) {
+      s.forEach(p -> files.add(p.getFileName().toString()));
+    }
+    assertThat(files.stream().filter(f -> f.startsWith("traces-")).collect(Collectors.toList())).isEmpty();
+    assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(run.resolve("run.json").toFile())
+        .path("telemetry").path("exporter").asText()).isEqualTo("none");
+  }
+}
