@@ -10,7 +10,6 @@ import dev.ravel.workers.bench.PlainEcho;
 import dev.ravel.workers.engine.EmbeddedEngine;
 import dev.ravel.workers.engine.EngineConfig;
 import dev.ravel.workers.engine.GenerationRequest;
-import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.engine.SamplingParams;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
@@ -90,6 +89,7 @@ final class BenchCallsCommand implements Callable<Integer> {
     // CPU time per call of the driver and of the actor's process, per round: {driver ns, actor ns}
     List<double[]> ravelCpu = new ArrayList<>();
     List<double[]> plainCpu = new ArrayList<>();
+    BenchStats.Ratio generation;
     try (DriverSession session = DriverSession.builder(config).start()) {
       RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).remote();
       ActorHandle<PlainEcho> p = Ray.actor(PlainEcho::new).remote();
@@ -125,14 +125,11 @@ final class BenchCallsCommand implements Callable<Integer> {
             round + 1, rv / 1e3, pv / 1e3, rv / pv);
       }
       p.kill();
-      if (generationRounds > 0) {
-        generation(session);
-      }
+      generation = generationRounds > 0 ? generation(session) : null;
     }
     BenchStats.Ratio ratio = BenchStats.ratio(ravel, plain);
     System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
-        ratio.low() == null ? "" : String.format(" (95%% interval %.3f-%.3f)", ratio.low(), ratio.high()),
-        BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
+        ratio.intervalText(), BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
     System.out.printf("CPU per call (mean over rounds): Ravel driver %.1f us + actor %.1f us; plain driver %.1f us"
         + " + actor %.1f us%n", meanOf(ravelCpu, 0) / 1e3, meanOf(ravelCpu, 1) / 1e3, meanOf(plainCpu, 0) / 1e3,
         meanOf(plainCpu, 1) / 1e3);
@@ -143,12 +140,9 @@ final class BenchCallsCommand implements Callable<Integer> {
               "driver_cpu_ns_per_call", meanOf(ravelCpu, 0), "actor_cpu_ns_per_call", meanOf(ravelCpu, 1)),
           "plain", Map.of("ns_per_call", plain, "median_ns", BenchStats.median(plain),
               "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
-      root.put("ratios", Map.of("ravel_over_plain", Map.of("value", ratio.value(),
-          "ci95", java.util.Arrays.asList(ratio.low(), ratio.high()), "per_round", ratio.perRound())));
-      if (generationRatio != null) {
-        root.put("generation", Map.of("actor_over_in_process_tokens_per_s", Map.of("value", generationRatio.value(),
-            "ci95", java.util.Arrays.asList(generationRatio.low(), generationRatio.high()),
-            "per_round", generationRatio.perRound())));
+      root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
+      if (generation != null) {
+        root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
       }
       root.put("calls", calls);
       root.put("rounds", rounds);
@@ -168,7 +162,7 @@ final class BenchCallsCommand implements Callable<Integer> {
    * process: 32 prompts x 8, 32 new tokens each (EOS ignored, so both do the same work), the bench workload's
    * model. Both produce the same tokens; tokens/s per round, the order alternating, after one warm-up round.
    */
-  private void generation(DriverSession session) {
+  private BenchStats.Ratio generation(DriverSession session) {
     CharTokenizer tokenizer = CharTokenizer.arithmetic();
     ModelSpec model = ModelSpec.tiny(tokenizer.vocabSize()).toBuilder().hiddenDim(256).embedDim(32).build();
     ModelWeights weights = ModelWeights.init(model, 7);
@@ -188,9 +182,9 @@ final class BenchCallsCommand implements Callable<Integer> {
         double l = 0;
         for (int k = 0; k < 2; k++) {
           if ((k == 0) == (r % 2 == 0)) {
-            a = tokensPerSecond(() -> worker.call(GenerationWorker::generate, batch).get());
+            a = BenchHttpCommand.tokensPerSecond(() -> worker.call(GenerationWorker::generate, batch).get());
           } else {
-            l = tokensPerSecond(() -> engine.generate(batch));
+            l = BenchHttpCommand.tokensPerSecond(() -> engine.generate(batch));
           }
         }
         if (r < 0) {
@@ -202,23 +196,10 @@ final class BenchCallsCommand implements Callable<Integer> {
             r + 1, a, l, a / l);
       }
     }
-    generationRatio = BenchStats.ratio(actor, local);
-    System.out.printf("generation phase tokens/s / the engine alone in-process: %.3f%s%n", generationRatio.value(),
-        generationRatio.low() == null ? ""
-            : String.format(" (95%% interval %.3f-%.3f)", generationRatio.low(), generationRatio.high()));
-  }
-
-  private BenchStats.Ratio generationRatio;
-
-  private static double tokensPerSecond(java.util.function.Supplier<List<GenerationResult>> g) {
-    long start = System.nanoTime();
-    List<GenerationResult> results = g.get();
-    double seconds = (System.nanoTime() - start) / 1e9;
-    long tokens = 0;
-    for (GenerationResult r : results) {
-      tokens += r.requireSucceeded().completionTokens().length;
-    }
-    return tokens / seconds;
+    BenchStats.Ratio ratio = BenchStats.ratio(actor, local);
+    System.out.printf("generation phase tokens/s / the engine alone in-process: %.3f%s%n", ratio.value(),
+        ratio.intervalText());
+    return ratio;
   }
 
   /** Mean nanoseconds per sequential call. */
@@ -232,7 +213,6 @@ final class BenchCallsCommand implements Callable<Integer> {
 
   private double plainCalls(ActorHandle<PlainEcho> echo, byte[] payload) {
     long t0 = System.nanoTime();
-
     for (int i = 0; i < calls; i++) {
       check(echo.task(PlainEcho::echo, payload).remote().get(), payload);
     }

@@ -142,13 +142,8 @@ final class BenchCommand implements Callable<Integer> {
   }
 
   private static Map<String, Object> ratioJson(Map<String, List<double[]>> results, String a, String b) {
-    BenchStats.Ratio r = BenchStats.ratio(results.get(a).stream().map(x -> x[0]).toList(),
-        results.get(b).stream().map(x -> x[0]).toList());
-    Map<String, Object> o = new LinkedHashMap<>();
-    o.put("value", r.value());
-    o.put("ci95", java.util.Arrays.asList(r.low(), r.high()));
-    o.put("per_round", r.perRound());
-    return o;
+    return BenchStats.ratio(results.get(a).stream().map(x -> x[0]).toList(),
+        results.get(b).stream().map(x -> x[0]).toList()).json();
   }
 
   /** Runs one driver process; returns mean step seconds (steps 2..n), spans per step, Ray calls per step. */

@@ -87,9 +87,9 @@ final class BenchHttpCommand implements Callable<Integer> {
           double h = 0;
           for (int k = 0; k < 2; k++) {
             if ((k == 0) == httpFirst) {
-              h = tokensPerSecond(http::generate, batch);
+              h = tokensPerSecond(() -> http.generate(batch));
             } else {
-              e = tokensPerSecond(embedded::generate, batch);
+              e = tokensPerSecond(() -> embedded.generate(batch));
             }
           }
           if (r < 0) {
@@ -108,13 +108,10 @@ final class BenchHttpCommand implements Callable<Integer> {
     return 0;
   }
 
-  private interface Generator {
-    List<GenerationResult> generate(List<GenerationRequest> requests);
-  }
-
-  private static double tokensPerSecond(Generator g, List<GenerationRequest> batch) {
+  /** Tokens a second of one batch's generation ({@code bench-http}, {@code bench-calls}). */
+  static double tokensPerSecond(java.util.function.Supplier<List<GenerationResult>> generate) {
     long start = System.nanoTime();
-    List<GenerationResult> results = g.generate(batch);
+    List<GenerationResult> results = generate.get();
     double seconds = (System.nanoTime() - start) / 1e9;
     long tokens = 0;
     for (GenerationResult r : results) {

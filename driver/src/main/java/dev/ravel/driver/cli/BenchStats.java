@@ -17,7 +17,21 @@ final class BenchStats {
   private BenchStats() {}
 
   /** A paired ratio: the mean of the per-round ratios and its 95% interval (null bounds with one round). */
-  record Ratio(double value, Double low, Double high, List<Double> perRound) {}
+  record Ratio(double value, Double low, Double high, List<Double> perRound) {
+    /** {@code " (95% interval lo-hi)"}, or nothing with one round. */
+    String intervalText() {
+      return low == null ? "" : String.format(" (95%% interval %.3f-%.3f)", low, high);
+    }
+
+    /** The JSON shape the bench commands write: {@code value}, {@code ci95} and {@code per_round}. */
+    java.util.Map<String, Object> json() {
+      java.util.Map<String, Object> o = new java.util.LinkedHashMap<>();
+      o.put("value", value);
+      o.put("ci95", Arrays.asList(low, high));
+      o.put("per_round", perRound);
+      return o;
+    }
+  }
 
   static double median(List<Double> xs) {
     if (xs.isEmpty()) {

@@ -22,8 +22,8 @@ final class Preflight {
 
   /** {@code runsDir} exists (it is created if missing) and a file can be written in it. */
   static void writableRunsDir(Path runsDir, Map<String, String> env) {
-    String key = env.containsKey(TelemetryConfig.ENV_PREFIX + "RUNS_DIR") && !env.get(TelemetryConfig.ENV_PREFIX
-        + "RUNS_DIR").isEmpty() ? TelemetryConfig.ENV_PREFIX + "RUNS_DIR" : "telemetry.runs_dir";
+    String variable = TelemetryConfig.ENV_PREFIX + "RUNS_DIR";
+    String key = env.getOrDefault(variable, "").isEmpty() ? "telemetry.runs_dir" : variable;
     try {
       Files.createDirectories(runsDir);
       Path probe = Files.createTempFile(runsDir, ".ravel-write-check-", ".tmp");

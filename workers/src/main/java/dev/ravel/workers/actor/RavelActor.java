@@ -76,8 +76,8 @@ public abstract class RavelActor implements RavelRole {
     Target t = targets.computeIfAbsent(new MethodKey(call.method(), call.descriptor()), k -> target(call));
     Method m = t.method();
     io.opentelemetry.context.Context parent = call.carrier().extract();
-    if (!io.opentelemetry.api.trace.Span.fromContext(parent).getSpanContext().isValid()
-        && !call.carrier().traceparent().isEmpty()) {
+    if (!call.carrier().traceparent().isEmpty()
+        && !io.opentelemetry.api.trace.Span.fromContext(parent).getSpanContext().isValid()) {
       malformed(call);
     }
     if (!t.traced()) {
