@@ -48,6 +48,11 @@ class _Telemetry:
         self.telemetry.flush(timeout_ms)
         return self.telemetry.stats()
 
+    @role_method(traced=False)
+    def process_id(self) -> int:
+        """This actor's process id (a restarted actor answers with its new process's)."""
+        return os.getpid()
+
 
 class GenerationWorkerImpl(_Telemetry):
     """A generation worker: the policy behind an inference engine (transformers, or vLLM when asked)."""

@@ -17,4 +17,9 @@ final class ExitCodes {
   static final int STOPPED = 3;
   /** The job was still running when {@code --timeout} passed. */
   static final int TIMED_OUT = 4;
+  /**
+   * {@code ravel run} was stopped by SIGINT or SIGTERM after a completed step (run.json says
+   * {@code interrupted}); the process then ends as signalled processes do, 130 for SIGINT, 143 for SIGTERM.
+   */
+  static final int INTERRUPTED = 130;
 }

@@ -3,12 +3,15 @@ package dev.ravel.driver.cli;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
+import dev.ravel.driver.grpo.Resume;
+import dev.ravel.driver.grpo.RunInterruptedException;
 import dev.ravel.driver.grpo.RunSummary;
 import dev.ravel.driver.grpo.RunVersions;
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.workers.fault.FaultStats;
 import dev.ravel.workers.generation.openai.OpenAiBackend;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import java.time.Instant;
@@ -18,6 +21,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /** {@code ravel run <config.yaml> [section.key=value ...]}: a GRPO run on Ray. */
 @Command(name = "run", mixinStandardHelpOptions = true,
@@ -27,9 +31,23 @@ final class RunCommand implements Callable<Integer> {
   @Mixin
   RunArgs args = new RunArgs();
 
+  @Option(names = "--resume", paramLabel = "RUN_ID",
+      description = "Go on with run RUN_ID from its newest checkpoint, in its run folder and under its id; the"
+          + " config must be the run's (grpo.steps, cluster.* and telemetry.* may change).")
+  String resume;
+
+  /** How long a SIGINT or SIGTERM waits for the step in progress, the flush and the head's stop. */
+  static final long INTERRUPT_GRACE_SECONDS = 60;
+
   @Override
   public Integer call() {
-    RunConfig config = RunConfig.load(args.configFile, args.overrides, System.getenv());
+    List<String> overrides = new java.util.ArrayList<>(args.overrides);
+    if (resume != null) {
+      overrides.add("telemetry.run_id=" + resume);
+    }
+    RunConfig config = RunConfig.load(args.configFile, overrides, System.getenv());
+    Resume from = resume == null ? null : Resume.load(config.telemetry().runDir(), resume, config.resolved(),
+        config.integer("grpo.steps"));
     // before a head is started or contacted: each fails with one line naming the key
     Preflight.writableRunsDir(config.telemetry().runsDir(), System.getenv());
     Preflight.otlpSettings(config.telemetry(), System.getenv());
@@ -49,12 +67,32 @@ final class RunCommand implements Callable<Integer> {
     Instant started = Instant.now();
     String runId = config.telemetry().runId();
     System.out.println("ravel: run " + runId + " (" + config.mode().configName() + ", "
-        + config.integer("grpo.steps") + " steps)");
+        + config.integer("grpo.steps") + " steps)" + (from == null ? "" : ", resumed after step "
+        + from.completedSteps() + " from " + from.checkpoint().dir()));
     List<StepMetrics> steps = List.of();
     String status = "failed";
     Map<String, Object> extra = new LinkedHashMap<>();
+    FaultStats faults = FaultStats.NONE;
+    java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicReference<GrpoRun> current = new java.util.concurrent.atomic.AtomicReference<>();
+    // SIGINT/SIGTERM: the run stops after the step in progress, then flushes its spans, stops its head and
+    // writes run.json (status interrupted) before the JVM exits
+    Thread onSignal = new Thread(() -> {
+      GrpoRun r = current.get();
+      if (r != null) {
+        r.requestStop();
+      }
+      try {
+        ended.await(INTERRUPT_GRACE_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, "ravel-interrupt");
+    Runtime.getRuntime().addShutdownHook(onSignal);
+    String finalSha = null;
     try (DriverSession session = b.start()) {
-      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()));
+      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()), from);
+      current.set(run);
       try {
         steps = JobContext.runInJobSpan(session.spans(), System.getenv(), run::run); // rl.job.run when submitted
         status = "succeeded";
@@ -64,10 +102,20 @@ final class RunCommand implements Callable<Integer> {
             "spans_kept", e.spansKept(), "spans_sampled_out", e.spansSampledOut())).toList());
         if (run.collectorStats() != null) {
           extra.put("collector", run.collectorStats());
+          extra.put("buffer", run.bufferStats());
         }
+      } catch (RunInterruptedException e) {
+        status = "interrupted";
       } finally {
         if (steps.isEmpty()) {
           steps = run.history();
+        }
+        faults = run.faults();
+        extra.put("faults", faults.json());
+        finalSha = run.finalWeightsSha256();
+        extra.put("final_weights_sha256", finalSha);
+        if (from != null) {
+          extra.put("resumed_after_step", from.completedSteps());
         }
         session.close();
         extra.put("telemetry", Map.of("exporter", config.telemetry().exporter().configName(),
@@ -77,10 +125,26 @@ final class RunCommand implements Callable<Integer> {
         RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
             steps, config.resolved(), extra);
       }
+    } finally {
+      ended.countDown();
+      try {
+        Runtime.getRuntime().removeShutdownHook(onSignal);
+      } catch (IllegalStateException shuttingDown) {
+        // a signal is being handled: the hook is running and waits for nothing more
+      }
+    }
+    if (status.equals("interrupted")) {
+      System.out.printf("run %s interrupted after %d steps; go on with: ravel run %s --resume %s%n", runId,
+          (from == null ? 0 : from.completedSteps()) + steps.size(), args.configFile, runId);
+      return ExitCodes.INTERRUPTED;
     }
     double seconds = steps.stream().mapToDouble(StepMetrics::stepSeconds).sum();
     System.out.printf("run %s %s: %d steps in %.1fs, %s%n", runId, status, steps.size(), seconds,
         RunSummary.rewardTrend(steps, 3));
+    if (faults.failedCalls() > 0) {
+      System.out.printf("faults: %d restart(s), %d call(s) failed, %d issued again (%d generation requests)%n",
+          faults.restarts(), faults.failedCalls(), faults.retriedCalls(), faults.retriedRequests());
+    }
     System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ", ravel report "
         + runId + ")");
     String ray = DriverLog.path();

@@ -40,7 +40,7 @@ public final class RunConfig {
 
   static {
     section("run", "mode", "sync", "seed", 7);
-    section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512);
+    section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512, "max_restarts", 3);
     section("generation", "workers", 2, "backend", "embedded", "kv_token_budget", 4096,
         "max_running_requests", 64, "max_concurrency", 32, "model", "ravel-tiny",
         // backend openai: the servers given, or one launched per worker
@@ -263,6 +263,9 @@ public final class RunConfig {
     }
     if (integer("cluster.num_cpus") < 0) {
       throw new ConfigException("cluster.num_cpus", "must not be negative");
+    }
+    if (integer("cluster.max_restarts") < 0 || integer("cluster.max_restarts") > 100) {
+      throw new ConfigException("cluster.max_restarts", "must be between 0 and 100, got " + integer("cluster.max_restarts"));
     }
     if (integer("cluster.worker_heap_mb") < 64) {
       throw new ConfigException("cluster.worker_heap_mb", "must be at least 64");

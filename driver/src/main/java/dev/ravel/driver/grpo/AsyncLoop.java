@@ -4,15 +4,18 @@ import dev.ravel.telemetry.context.SpanLink;
 import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.workers.buffer.BufferBatch;
+import dev.ravel.workers.buffer.BufferStats;
 import dev.ravel.workers.buffer.ReplayBuffer;
 import dev.ravel.workers.buffer.Rollout;
 import dev.ravel.workers.collector.CollectorStats;
 import dev.ravel.workers.collector.TrajectoryCollector;
+import dev.ravel.workers.fault.FaultStats;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.trainer.TrainOutcome;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntConsumer;
 
 /**
  * Asynchronous GRPO: the collector generates ahead. A step waits for its batch
@@ -35,8 +38,26 @@ final class AsyncLoop {
   /** The version the workers serve. */
   private long version;
   private CollectorStats collectorStats;
+  private FaultStats collectorFaults;
+  private BufferStats bufferStats;
+
+  private final int firstStep;
+  private final IntConsumer beforeStep;
 
   AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ModelWeights initial) {
+    this(settings, actors, trainPhase, steps, initial, 0, step -> { });
+  }
+
+  /**
+   * A loop whose workers serve {@code serving} and whose first step is the 0-based {@code firstStep} (a
+   * resumed run's; the collector's first target step is the same); {@code beforeStep} runs before each step
+   * and may end the run by throwing.
+   */
+  AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ModelWeights serving,
+      int firstStep, IntConsumer beforeStep) {
+    this.firstStep = firstStep;
+    this.beforeStep = beforeStep;
+    ModelWeights initial = serving;
     this.settings = settings;
     this.actors = actors;
     this.trainPhase = trainPhase;
@@ -46,13 +67,26 @@ final class AsyncLoop {
 
   void run() {
     try {
-      for (int step = 0; step < settings.steps(); step++) {
+      for (int step = firstStep; step < settings.steps(); step++) {
+        beforeStep.accept(step);
         step(step);
       }
     } finally {
       // also when a step failed: no more generate calls while the session flushes and closes
       collectorStats = actors.collector.call(TrajectoryCollector::stop).get();
+      collectorFaults = actors.collector.call(TrajectoryCollector::faults).get();
+      bufferStats = actors.buffer.call(ReplayBuffer::stats).get();
     }
+  }
+
+  /** The replay buffer's counters when the run ended (null before). */
+  BufferStats bufferStats() {
+    return bufferStats;
+  }
+
+  /** The restarts the collector saw and the calls it issued again (null before the run ended). */
+  FaultStats collectorFaults() {
+    return collectorFaults;
   }
 
   /** The collector's counters when the run ended (null before). */
@@ -66,19 +100,19 @@ final class AsyncLoop {
     CollectorStats before = actors.collector.call(TrajectoryCollector::stats).get();
     try (ScopedSpan s = steps.start(step, version)) {
       try {
-        if (step == 0) {
+        if (step == firstStep) {
           long v = version;
-          clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v).get());
+          clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v, null).get());
           calls++;
         }
-        Gathered got = clock.time(Phase.BUFFER_STARVATION, () -> gather(step, before.failures()));
+        Gathered got = clock.time(Phase.BUFFER_STARVATION, () -> gather(step));
         calls += got.calls;
         link(s, got.rollouts);
         List<Trajectory> batch = clock.time(Phase.DATA_PROCESSING, () -> flatten(got.rollouts));
         TrainPhase.Trained t = trainPhase.train(clock, s, step, batch);
         TrainOutcome update = t.outcome();
         version = update.version();
-        calls += trainPhase.rayCalls();
+        calls += trainPhase.rayCalls(step);
         if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
           calls += clock.time(Phase.REFIT, () -> refit(update));
         }
@@ -98,7 +132,7 @@ final class AsyncLoop {
     steps.spans().call(Phase.REFIT_BUBBLE, x -> actors.collector.call(TrajectoryCollector::pause, PAUSE_TIMEOUT_MS)
         .get());
     int calls = 1 + actors.refit(update);
-    actors.collector.call(TrajectoryCollector::publish, update.version()).get();
+    actors.collector.call(TrajectoryCollector::publish, update.version(), actors.servedWeights()).get();
     return calls + 1;
   }
 
@@ -108,7 +142,7 @@ final class AsyncLoop {
    * Takes this step's groups from the buffer in short waits, failing fast with the collector's error when
    * it reports a failure instead of waiting out the whole starvation bound.
    */
-  private Gathered gather(long step, long failuresBefore) {
+  private Gathered gather(long step) {
     long deadline = System.nanoTime() + STARVATION_BOUND_NANOS;
     int wanted = settings.promptsPerStep();
     List<Rollout> rollouts = new ArrayList<>();
@@ -124,7 +158,7 @@ final class AsyncLoop {
         break;
       }
       CollectorStats c = actors.collector.call(TrajectoryCollector::stats).get();
-      if (c.failures() > failuresBefore) {
+      if (c.failures() > 0) { // a failed target's groups never arrive, whichever step it was for
         throw new IllegalStateException("step " + step + ": the collector failed: " + c.lastError());
       }
       if (System.nanoTime() > deadline) {

@@ -10,11 +10,13 @@ import dev.ravel.workers.collector.CollectorSpec;
 import dev.ravel.workers.collector.TrajectoryCollector;
 import dev.ravel.workers.collector.TrajectoryCollectorActor;
 import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
 import dev.ravel.workers.generation.GenerationWorkerSpec;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import dev.ravel.workers.grpo.GrpoConfig;
+import dev.ravel.workers.grpo.TrainerState;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.python.PythonWorkers;
 import dev.ravel.workers.reward.RewardEnvironment;
@@ -48,10 +50,15 @@ final class GrpoActors {
   final RavelActorHandle<ReplayBuffer> buffer;
   /** Null in sync mode. */
   final RavelActorHandle<TrajectoryCollector> collector;
+  /** The driver's calls to the workers and the reward environment, surviving a restart of their processes. */
+  final Failover failover;
+  /** The weights the workers serve (their object in the object store), null before the first refit. */
+  private ObjectRef<?> served;
 
   GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
-      RavelActorHandle<TrajectoryCollector> collector) {
+      RavelActorHandle<TrajectoryCollector> collector, Failover failover) {
+    this.failover = failover;
     this.workers = List.copyOf(workers);
     this.reward = reward;
     this.trainer = trainer;
@@ -60,10 +67,14 @@ final class GrpoActors {
   }
 
   /**
-   * Creates every actor of a run that starts from {@code weights} (Java workers) or from the Python model's
-   * seeded initialisation (Python workers), and waits until each is up.
+   * Creates every actor of a run that starts from {@code initial} (Java workers) or from the Python model's
+   * seeded initialisation (Python workers), and waits until each is up. A resumed run ({@code resume} not
+   * null) has its Java trainer continue from that state, {@code initial} staying its reference policy, and its
+   * workers serve the state's weights.
    */
-  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights weights, int eos) {
+  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights initial, TrainerState resume,
+      int eos) {
+    ModelWeights weights = resume == null ? initial : resume.weights();
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     GrpoConfig grpo = settings.grpo();
     GrpoSettings.Python py = settings.python();
@@ -72,7 +83,8 @@ final class GrpoActors {
         String spec = PythonWorkers.generationSpec(py.model(), settings.seed(), eos, settings.modelName(), py.engine(),
             settings.maxRunningRequests(), py.generationDevice());
         workers.add(session.pythonActor(PythonWorkers.GENERATION_WORKER, spec, GenerationWorker.class)
-            .maxConcurrency(settings.maxConcurrency()).gpus(py.generationGpus()).remote());
+            .maxConcurrency(settings.maxConcurrency()).gpus(py.generationGpus()).maxRestarts(settings.maxRestarts())
+            .remote());
         continue;
       }
       ServerBackendSpec servers = settings.servers() == null ? null
@@ -80,15 +92,15 @@ final class GrpoActors {
       GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
           settings.modelName(), eos, weights, servers);
       workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
-          .maxConcurrency(settings.maxConcurrency()).remote());
+          .maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
     }
     RavelActorHandle<RewardEnvironment> reward =
-        session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).remote();
+        session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts()).remote();
     RavelActorHandle<PolicyTrainer> trainer = py != null
         ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
             PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo), PolicyTrainer.class)
             .gpus(py.trainerGpus()).remote()
-        : session.actor(PolicyTrainerActor::new, new TrainerSpec(weights, grpo), PolicyTrainer.class).remote();
+        : session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class).remote();
     RavelActorHandle<ReplayBuffer> buffer = null;
     RavelActorHandle<TrajectoryCollector> collector = null;
     if (settings.async()) {
@@ -96,12 +108,14 @@ final class GrpoActors {
       CollectorSpec cs = new CollectorSpec(workers, reward, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
-          settings.groupsPerCall());
+          settings.groupsPerCall(), settings.maxRestarts(), resume == null ? 0 : resume.weights().version());
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).remote();
     }
-    GrpoActors actors = new GrpoActors(workers, reward, trainer, buffer, collector);
+    GrpoActors actors = new GrpoActors(workers, reward, trainer, buffer, collector,
+        new Failover(session.spans(), settings.maxRestarts(), workers, reward));
     actors.awaitReady();
+    actors.failover.recordProcesses();
     return actors;
   }
 
@@ -135,7 +149,8 @@ final class GrpoActors {
   /**
    * Passes the weights of {@code update} to every generation worker as one object in the object store (a
    * Java trainer's weights put there by the driver, a Python trainer's left there by its {@code weights} call,
-   * never read by the driver) and checks that each loaded that version. Returns the number of actor calls.
+   * never read by the driver) and checks that each loaded that version; a worker whose process died is
+   * loaded once Ray has restarted it. Returns the number of actor calls.
    */
   int refit(TrainOutcome update) {
     int calls = 0;
@@ -146,17 +161,24 @@ final class GrpoActors {
       ref = trainer.call(PolicyTrainer::weights).rayRef();
       calls++;
     }
-    List<RavelRef<Long>> refs = new ArrayList<>();
-    for (RavelActorHandle<GenerationWorker> worker : workers) {
-      refs.add(worker.call(GenerationWorker::updateWeights, ref));
+    served = ref; // held here so that the object outlives every worker's (and the collector's) use of it
+    failover.weights(ref, update.version());
+    List<Failover.Pending<Long>> loads = new ArrayList<>();
+    for (int i = 0; i < workers.size(); i++) {
+      loads.add(failover.updateWeights(i, ref));
     }
-    for (RavelRef<Long> r : refs) {
-      long v = r.get();
+    for (Failover.Pending<Long> load : loads) {
+      long v = load.get();
       if (v != update.version()) {
         throw new IllegalStateException("worker loaded weight version " + v + ", expected " + update.version());
       }
     }
-    return calls + refs.size();
+    return calls + loads.size();
+  }
+
+  /** The object the workers' current weights are in; null before the first refit. */
+  ObjectRef<?> servedWeights() {
+    return served;
   }
 
   /** Each generation worker's engine counters. */

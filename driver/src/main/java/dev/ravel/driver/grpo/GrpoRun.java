@@ -3,8 +3,10 @@ package dev.ravel.driver.grpo;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.spans.StepMetricNames;
+import dev.ravel.workers.buffer.BufferStats;
 import dev.ravel.workers.collector.CollectorStats;
 import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.fault.FaultStats;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.Tokenizer;
@@ -23,32 +25,72 @@ public final class GrpoRun {
   private final StepListener listener;
   private final Tokenizer tokenizer = CharTokenizer.arithmetic();
   private final ArithmeticTask task = ArithmeticTask.standard();
+  private final Resume resume;
+  private final java.util.Map<String, Object> resolvedConfig;
+  private volatile boolean stopRequested;
   private Steps steps;
   private GrpoActors actors;
   private AsyncLoop async;
 
   /** A run of {@code config}'s GRPO settings in {@code session}, reporting each step to {@code listener}. */
   public GrpoRun(DriverSession session, RunConfig config, StepListener listener) {
+    this(session, config, listener, null);
+  }
+
+  /**
+   * As above, going on from {@code resume} (null for a new run): the trainer continues from the checkpoint's
+   * weights and optimizer state, the workers serve those weights, and the first step run is the one after
+   * the checkpoint's.
+   */
+  public GrpoRun(DriverSession session, RunConfig config, StepListener listener, Resume resume) {
     this.session = session;
     this.settings = GrpoSettings.from(config);
     this.listener = listener;
+    this.resume = resume;
+    this.resolvedConfig = config.resolved();
+  }
+
+  /**
+   * Asks the run to stop after the step in progress (from any thread, a signal handler's included):
+   * {@link #run} then throws {@link RunInterruptedException}.
+   */
+  public void requestStop() {
+    stopRequested = true;
   }
 
   /** Creates the actors, runs every step and returns the history. */
   public List<StepMetrics> run() {
+    if (resume != null) {
+      resume.truncateStepLog(session.config().runDir());
+    }
     StepLog log = new StepLog(session.config().runDir(),
         session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE));
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
-    ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed());
-    actors = GrpoActors.create(session, settings, initial, tokenizer.eos());
-    TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir());
+    ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
+    ModelWeights serving = resume == null ? initial : resume.state().weights();
+    actors = GrpoActors.create(session, settings, initial, resume == null ? null : resume.state(), tokenizer.eos());
+    TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig);
+    int first = resume == null ? 0 : resume.completedSteps();
+    java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
+      if (stopRequested) {
+        throw new RunInterruptedException(step);
+      }
+    };
     if (settings.async()) {
-      async = new AsyncLoop(settings, actors, train, steps, initial);
+      async = new AsyncLoop(settings, actors, train, steps, serving, first, beforeStep);
       async.run();
     } else {
-      new SyncLoop(settings, actors, train, steps, task, tokenizer, initial).run();
+      new SyncLoop(settings, actors, train, steps, task, tokenizer, serving, first, beforeStep).run();
     }
     return steps.history();
+  }
+
+  /**
+   * The SHA-256 of the last step's weights ({@link ModelWeights#sha256}): a resumed run that ends with the same
+   * digest as an uninterrupted one ends with bit-identical weights. Null with a Python trainer or before a step.
+   */
+  public String finalWeightsSha256() {
+    return steps == null ? null : steps.lastWeightsSha256();
   }
 
   /** The steps finished so far. */
@@ -59,6 +101,26 @@ public final class GrpoRun {
   /** The collector's counters at the end of an async run (null for sync, or before the run ended). */
   public CollectorStats collectorStats() {
     return async == null ? null : async.collectorStats();
+  }
+
+  /**
+   * The replay buffer's counters at the end of an async run (null for sync, or before the run ended): every
+   * group the collector pushed was taken by a step, dropped for age, or is still in the buffer.
+   */
+  public BufferStats bufferStats() {
+    return async == null ? null : async.bufferStats();
+  }
+
+  /**
+   * The actors' restarts and the calls issued again after one died: the driver's and (async) the collector's
+   * view together, a restart both saw counted once.
+   */
+  public FaultStats faults() {
+    if (actors == null) {
+      return FaultStats.NONE;
+    }
+    FaultStats f = actors.failover.stats();
+    return async == null || async.collectorFaults() == null ? f : f.plus(async.collectorFaults());
   }
 
   /** Each generation worker's engine counters. */

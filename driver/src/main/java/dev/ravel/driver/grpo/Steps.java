@@ -18,6 +18,7 @@ final class Steps {
   private final StepListener listener;
   private final GrpoSettings settings;
   private final List<StepMetrics> history = new ArrayList<>();
+  private volatile dev.ravel.workers.model.ModelWeights lastWeights;
   /** Null: steps are not logged (tests of the loops). */
   private final StepLog log;
 
@@ -82,11 +83,18 @@ final class Steps {
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge());
     history.add(m);
+    lastWeights = t.outcome().weights();
     if (log != null) {
       log.record(m);
     }
     listener.onStep(m, settings.steps());
     return m;
+  }
+
+  /** The digest of the newest step's weights (null before a step, or when the trainer keeps its weights). */
+  String lastWeightsSha256() {
+    dev.ravel.workers.model.ModelWeights w = lastWeights;
+    return w == null ? null : w.sha256();
   }
 
   List<StepMetrics> history() {

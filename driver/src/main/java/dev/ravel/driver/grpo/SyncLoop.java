@@ -5,19 +5,18 @@ import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.ScopedSpan;
 import dev.ravel.telemetry.spans.SpanNames;
-import dev.ravel.workers.actor.RavelRef;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
-import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.generation.StepBatch;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.Tokenizer;
-import dev.ravel.workers.reward.RewardEnvironment;
 import dev.ravel.workers.task.ArithmeticTask;
 import dev.ravel.workers.trainer.TrainOutcome;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntConsumer;
 
 /**
  * Synchronous GRPO: every step generates with the newest weights, then trains. Data processing, refit
@@ -35,8 +34,23 @@ final class SyncLoop {
   private long version;
   private TrainOutcome lastUpdate;
 
+  private final int firstStep;
+  private final IntConsumer beforeStep;
+
   SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
       Tokenizer tokenizer, ModelWeights initial) {
+    this(settings, actors, trainPhase, steps, task, tokenizer, initial, 0, step -> { });
+  }
+
+  /**
+   * A loop whose workers serve {@code serving} and whose first step is the 0-based {@code firstStep} (a
+   * resumed run's); {@code beforeStep} runs before each step and may end the run by throwing.
+   */
+  SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
+      Tokenizer tokenizer, ModelWeights serving, int firstStep, IntConsumer beforeStep) {
+    this.firstStep = firstStep;
+    this.beforeStep = beforeStep;
+    ModelWeights initial = serving;
     this.settings = settings;
     this.actors = actors;
     this.trainPhase = trainPhase;
@@ -47,7 +61,8 @@ final class SyncLoop {
   }
 
   void run() {
-    for (int step = 0; step < settings.steps(); step++) {
+    for (int step = firstStep; step < settings.steps(); step++) {
+      beforeStep.accept(step);
       step(step);
     }
   }
@@ -59,7 +74,7 @@ final class SyncLoop {
       try {
         StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(task, tokenizer,
             settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
-        if (step > 0) {
+        if (lastUpdate != null) { // the first step (of a run, or of a resumed run) serves what the workers have
           TrainOutcome update = lastUpdate;
           calls += clock.time(Phase.REFIT, () -> actors.refit(update));
         }
@@ -71,18 +86,32 @@ final class SyncLoop {
             }));
         calls += Math.min(actors.workers.size(), batch.requests().size());
         results.forEach(GenerationResult::requireSucceeded);
+        requireVersion(results, version);
         List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();
         double[] rewards = clock.time(Phase.REWARD,
-            () -> actors.reward.call(RewardEnvironment::score, batch.problemPerRequest(), completions).get());
+            () -> actors.failover.score(batch.problemPerRequest(), completions));
         calls++;
         List<Trajectory> trajectories = batch.trajectories(results, rewards);
         TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
         lastUpdate = t.outcome();
         version = lastUpdate.version();
-        steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls());
+        steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls(step));
       } catch (RuntimeException | Error e) {
         s.error(e); // the failed step's span says so, with the exception as an event
         throw e;
+      }
+    }
+  }
+
+  /**
+   * Sync GRPO is on-policy: every completion must come from the weights the step refit (a worker that Ray
+   * restarted and that was not given them would serve the initial weights).
+   */
+  static void requireVersion(List<GenerationResult> results, long version) {
+    for (GenerationResult r : results) {
+      if (r.weightVersion() != GenerationResult.NO_VERSION && r.weightVersion() != version) {
+        throw new IllegalStateException("request " + r.requestId() + " was generated with weight version "
+            + r.weightVersion() + ", but the step serves version " + version);
       }
     }
   }
@@ -97,14 +126,14 @@ final class SyncLoop {
     for (int i = 0; i < requests.size(); i++) {
       chunks.get(i % w).add(requests.get(i));
     }
-    List<RavelRef<List<GenerationResult>>> refs = new ArrayList<>();
+    List<Failover.Pending<List<GenerationResult>>> refs = new ArrayList<>();
     for (int i = 0; i < w; i++) {
       if (!chunks.get(i).isEmpty()) {
-        refs.add(actors.workers.get(i).call(GenerationWorker::generate, chunks.get(i)));
+        refs.add(actors.failover.generate(i, false, chunks.get(i)));
       }
     }
     List<List<GenerationResult>> parts = new ArrayList<>();
-    refs.forEach(r -> parts.add(r.get()));
+    refs.forEach(r -> parts.add(r.get())); // a worker that died is restarted, given the weights, and asked again
     List<GenerationResult> out = new ArrayList<>(requests.size());
     for (int i = 0; i < requests.size(); i++) {
       out.add(parts.get(i % w).get(i / w));

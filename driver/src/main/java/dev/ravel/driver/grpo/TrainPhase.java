@@ -11,6 +11,7 @@ import dev.ravel.workers.trainer.TrainOutcome;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The learning half of a step, the same in both loops: policy and reference log-probs, group-relative
@@ -23,20 +24,26 @@ final class TrainPhase {
   private final RavelActorHandle<PolicyTrainer> trainer;
   private final GrpoSettings settings;
   private final Path runDir;
+  /** The run's resolved config, recorded in each checkpoint. */
+  private final Map<String, Object> config;
 
   /**
-   * A trainer that returns its weights with each update (Java) is checkpointed by the driver; one that keeps
-   * them (Python) writes its own checkpoints, into the same folder.
+   * The trainer writes its own checkpoints (a Java trainer its weights and optimizer state, a Python trainer
+   * its weights) into the run's checkpoint folder ({@link Checkpoints}); the driver completes each.
    */
-  TrainPhase(RavelActorHandle<PolicyTrainer> trainer, GrpoSettings settings, Path runDir) {
+  TrainPhase(RavelActorHandle<PolicyTrainer> trainer, GrpoSettings settings, Path runDir, Map<String, Object> config) {
     this.trainer = trainer;
     this.settings = settings;
     this.runDir = runDir;
+    this.config = Map.copyOf(config);
   }
 
-  /** Actor calls one {@link #train} makes: log-probs (unless {@code kl_beta} is 0) and the update. */
-  int rayCalls() {
-    return referencePass() ? 2 : 1;
+  /**
+   * Actor calls {@link #train} makes for step {@code step}: log-probs (unless {@code kl_beta} is 0), the
+   * update, and the checkpoint when one is due.
+   */
+  int rayCalls(int step) {
+    return (referencePass() ? 2 : 1) + (settings.checkpointAfter(step) ? 1 : 0);
   }
 
   private boolean referencePass() {
@@ -61,13 +68,21 @@ final class TrainPhase {
     });
     TrainOutcome out = clock.time(Phase.TRAINING, () -> trainer.call(PolicyTrainer::train, batch).get());
     if (settings.checkpointAfter(step)) {
-      clock.time(Phase.CHECKPOINTING, () -> out.weights() != null ? Checkpoints.save(runDir, out.weights())
-          : Path.of(trainer.call(PolicyTrainer::checkpoint, Checkpoints.folder(runDir).toString()).get()));
+      clock.time(Phase.CHECKPOINTING, () -> checkpoint(step, out));
     }
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
     double mean = Arrays.stream(rewards).average().orElse(0);
     double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
     return new Trained(out, mean, Math.sqrt(var), tokens, batch.size());
+  }
+
+  /** The checkpoint after step {@code step}: the trainer's state file, then the folder completed. */
+  private Path checkpoint(int step, TrainOutcome out) {
+    Path dir = Checkpoints.stepFolder(runDir, step + 1);
+    Path file = Path.of(trainer.call(PolicyTrainer::checkpoint, dir.toString()).get());
+    Checkpoints.complete(runDir, dir, new Checkpoints.Meta(step + 1, out.version(), file.getFileName().toString(),
+        out.weights() == null ? null : out.weights().sha256(), config, Checkpoints.now()));
+    return dir;
   }
 
   /** Groups of {@code groupSize} consecutive advantages that are all zero (equal rewards: no learning signal). */

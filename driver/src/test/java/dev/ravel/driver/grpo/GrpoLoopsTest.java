@@ -19,6 +19,7 @@ import dev.ravel.workers.buffer.Rollout;
 import dev.ravel.workers.collector.CollectorSpec;
 import dev.ravel.workers.collector.TrajectoryCollector;
 import dev.ravel.workers.collector.TrajectoryCollectorActor;
+import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
 import dev.ravel.workers.generation.GenerationWorkerSpec;
@@ -112,11 +113,12 @@ final class GrpoLoopsTest {
     GrpoSettings s = settings("sync");
     ModelWeights w = initial(s);
     GrpoActors ok = actors(s, w);
-    GrpoActors actors = new GrpoActors(ok.workers, local(new FailingReward(), RewardEnvironment.class, 1), ok.trainer,
-        null, null);
+    RavelActorHandle<RewardEnvironment> failing = local(new FailingReward(), RewardEnvironment.class, 1);
+    GrpoActors actors = new GrpoActors(ok.workers, failing, ok.trainer, null, null,
+        new Failover(spans, 0, ok.workers, failing));
 
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
-        new TrainPhase(actors.trainer, s, runDir), steps(s), ArithmeticTask.standard(), tokenizer, w).run())
+        new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer, w).run())
         .hasMessageContaining("reward service down");
 
     for (String name : List.of(SpanNames.GRPO_STEP, Phase.REWARD.spanName())) {
@@ -134,11 +136,11 @@ final class GrpoLoopsTest {
     ModelWeights w = initial(s);
     GrpoActors actors = actors(s, w);
 
-    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir), steps(s), ArithmeticTask.standard(), tokenizer,
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer,
         w).run();
 
     StepMetrics m = reported.get(0);
-    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 1); // generate per worker, reward, train
+    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 2); // generate per worker, reward, train, checkpoint (last step)
     assertThat(exporter.getFinishedSpanItems()).extracting(SpanData::getName)
         .contains(SpanNames.GRPO_TRAINING).doesNotContain(SpanNames.GRPO_LOGPROBS, "rl.trainer.logprobs");
     assertThat(m.kl()).isZero();
@@ -160,10 +162,10 @@ final class GrpoLoopsTest {
     if (s.async()) {
       buffer = local(new ReplayBufferActor(), ReplayBuffer.class, 4);
       CollectorSpec cs = new CollectorSpec(workers, reward, buffer, s.promptsPerStep(), s.groupSize(), s.sampling(),
-          s.seed(), (int) s.maxAge() + 1, 8, s.groupsPerCall());
+          s.seed(), (int) s.maxAge() + 1, 8, s.groupsPerCall(), 0, 0);
       collector = local(new TrajectoryCollectorActor(Payload.of(cs)), TrajectoryCollector.class, 4);
     }
-    return new GrpoActors(workers, reward, trainer, buffer, collector);
+    return new GrpoActors(workers, reward, trainer, buffer, collector, new Failover(spans, 0, workers, reward));
   }
 
   private ModelWeights initial(GrpoSettings s) {
@@ -181,7 +183,7 @@ final class GrpoLoopsTest {
     GrpoActors actors = actors(s, w);
     Steps steps = steps(s);
 
-    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir), steps, ArithmeticTask.standard(), tokenizer, w)
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps, ArithmeticTask.standard(), tokenizer, w)
         .run();
 
     assertThat(reported).hasSize(1);
@@ -189,7 +191,7 @@ final class GrpoLoopsTest {
     assertThat(m.mode()).isEqualTo("sync");
     assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
     assertThat(m.weightVersion()).isEqualTo(w.version() + 1);
-    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 2 /* log-probs, train */); // no refit before step 0
+    assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 3 /* log-probs, train, checkpoint */); // no refit before step 0
     assertThat(m.phases()).containsOnlyKeys("data", "generation", "reward", "training", "checkpoint");
     assertThat(m.tokens()).isPositive();
     assertThat(steps.history()).containsExactly(m);
@@ -207,7 +209,15 @@ final class GrpoLoopsTest {
     SpanData generate = only(SpanNames.VLLM_GENERATE);
     assertThat(generate.getParentSpanId()).isEqualTo(only(SpanNames.GRPO_GENERATION).getSpanId());
     assertThat(generate.getAttributes().get(RavelAttributes.NUM_REQUESTS)).isEqualTo((long) PROMPTS * GROUP);
-    assertThat(Files.exists(runDir.resolve("checkpoints").resolve("weights-v" + m.weightVersion() + ".bin"))).isTrue();
+    // the last step's checkpoint: the trainer's state (weights and optimizer), completed by its meta file
+    Checkpoints.Found ckpt = Checkpoints.latest(runDir).orElseThrow();
+    assertThat(ckpt.dir().getFileName().toString()).isEqualTo("step-000001");
+    assertThat(ckpt.meta().step()).isEqualTo(1);
+    assertThat(ckpt.meta().weightVersion()).isEqualTo(m.weightVersion());
+    dev.ravel.workers.grpo.TrainerState saved = dev.ravel.workers.trainer.TrainerStateFile.read(ckpt.trainerFile());
+    assertThat(saved.weights().version()).isEqualTo(m.weightVersion());
+    assertThat(saved.optimizer().steps()).isEqualTo(1);
+    assertThat(ckpt.meta().weightsSha256()).isEqualTo(saved.weights().sha256()).hasSize(64);
   }
 
   @Test
@@ -216,7 +226,7 @@ final class GrpoLoopsTest {
     ModelWeights w = initial(s);
     GrpoActors actors = actors(s, w);
     Steps steps = steps(s);
-    AsyncLoop loop = new AsyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir), steps, w);
+    AsyncLoop loop = new AsyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps, w);
 
     loop.run();
 

@@ -24,8 +24,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A local head that the driver started lives exactly as long as the driver: SIGTERM, SIGINT or SIGKILL to
- * a running {@code bin/ravel run}, and within 10 s no process of that head remains (by its PIDs and its
- * process group); a head the driver did not start survives the driver's SIGKILL.
+ * a running {@code bin/ravel run}, and within 10 s (SIGKILL) or 20 s (SIGTERM, SIGINT: the step in progress
+ * ends, the spans are flushed, run.json says {@code interrupted}) no process of that head remains (by its PIDs
+ * and its process group); a head the driver did not start survives the driver's SIGKILL.
  */
 final class HeadLifetimeIT {
   private static final Pattern HEAD = Pattern.compile("Ray head started at 127\\.0\\.0\\.1:(\\d+) \\(pid (\\d+),");
@@ -46,13 +47,36 @@ final class HeadLifetimeIT {
       assertThat(headProcesses).as("the head's processes").hasSizeGreaterThan(3);
 
       signal(run.process.pid(), signal);
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      // SIGTERM and SIGINT: the step in progress ends, spans are flushed and the head is stopped first
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(signal.equals("KILL") ? 10 : 20);
       while (System.nanoTime() < deadline && (!Procs.alive(headProcesses).isEmpty() || !Procs.group(headPid).isEmpty())) {
         Thread.sleep(100);
       }
-      assertThat(Procs.alive(headProcesses)).as("head processes 10 s after SIG%s to the driver", signal).isEmpty();
+      assertThat(Procs.alive(headProcesses)).as("head processes 10 s (KILL) or 20 s after SIG%s to the driver", signal)
+          .isEmpty();
       assertThat(Procs.group(headPid)).as("the head's process group").isEmpty();
       assertThat(run.process.waitFor(60, TimeUnit.SECONDS)).as("the driver ends").isTrue();
+      List<Path> runDirs;
+      try (var dirs = Files.list(tmp.resolve("runs"))) {
+        runDirs = dirs.toList();
+      }
+      assertThat(runDirs).hasSize(1);
+      Path runJson = runDirs.get(0).resolve("run.json");
+      if (signal.equals("KILL")) {
+        assertThat(Files.exists(runJson)).as("a SIGKILLed driver can write nothing").isFalse();
+      } else {
+        com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(runJson.toFile());
+        assertThat(summary.get("status").asText()).isEqualTo("interrupted");
+        int steps = summary.get("steps").asInt();
+        assertThat(steps).isGreaterThanOrEqualTo(3);
+        assertThat(Files.readAllLines(runDirs.get(0).resolve("steps.jsonl"))).hasSize(steps);
+        // the completed steps' spans were flushed: every step in run.json has its root span in the driver's file
+        dev.ravel.telemetry.traces.RunTraces traces = dev.ravel.telemetry.traces.RunTraces.readDir(runDirs.get(0));
+        assertThat(traces.named("rl.grpo.step")).hasSizeGreaterThanOrEqualTo(steps);
+        assertThat(Files.readString(run.out())).contains("interrupted after " + steps + " steps; go on with:");
+        assertThat(run.process.exitValue()).isEqualTo(signal.equals("TERM") ? 143 : 130);
+      }
     } finally {
       run.stop();
       stopLeftover(headPid);

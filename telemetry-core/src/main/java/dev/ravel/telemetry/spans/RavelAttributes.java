@@ -22,6 +22,14 @@ public final class RavelAttributes {
   public static final AttributeKey<String> ACTOR_ROLE = AttributeKey.stringKey("rl.actor.role");
   public static final AttributeKey<String> ACTOR_METHOD = AttributeKey.stringKey("rl.actor.method");
 
+  // faults: a call to an actor whose process died, and its retry
+  /** The actor a failed call or its retry went to: its role and index, {@code generation_worker/1}. */
+  public static final AttributeKey<String> FAULT_ACTOR = AttributeKey.stringKey("rl.fault.actor");
+  /** Which attempt of the call this is: 1 the first, 2 the first retry. */
+  public static final AttributeKey<Long> FAULT_ATTEMPT = AttributeKey.longKey("rl.fault.attempt");
+  /** The process id of the actor process that died under the call. */
+  public static final AttributeKey<Long> FAULT_DEAD_PID = AttributeKey.longKey("rl.fault.dead_pid");
+
   // phases
   /** A phase span's goodput bucket: {@code productive}, {@code overhead}, {@code idle}, {@code wasted}. */
   public static final AttributeKey<String> BUCKET = AttributeKey.stringKey("rl.bucket");

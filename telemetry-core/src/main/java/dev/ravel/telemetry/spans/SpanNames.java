@@ -31,6 +31,17 @@ public final class SpanNames {
    * request that succeeds has no span of its own, the server's {@code llm_request} is the worker call's child.
    */
   public static final String HTTP_REQUEST = "rl.worker.http_request";
+  /**
+   * A call to an actor whose process died under it (status ERROR, kind CLIENT, from when the call was issued
+   * until its failure was known): a call that succeeds has no span of its own on the calling side.
+   */
+  public static final String FAULT_FAILED_CALL = "rl.fault.failed_call";
+  /**
+   * The same call issued again once Ray restarted the actor (and the actor was given the current weights),
+   * a sibling of the failed call: the actor's own span for the call is its child. A retry that fails too is
+   * ERROR, and the next retry is its sibling.
+   */
+  public static final String FAULT_RETRY = "rl.fault.retry";
 
   /**
    * The span an actor opens for a call it serves: {@code rl.<role>.<method in snake_case>}, for example

@@ -122,6 +122,30 @@ public final class Spans {
     });
   }
 
+  /**
+   * Records, under the current span, a span of group {@code group} that started at {@code startEpochNanos}
+   * and failed now with {@code error}: for a call known to have failed only after the fact (the actor's
+   * process died under it), whose success would have had no span of its own.
+   */
+  public void failed(SpanGroup group, String name, long startEpochNanos, Throwable error,
+      io.opentelemetry.api.common.Attributes attributes) {
+    if (!on.contains(group)) {
+      return;
+    }
+    Span span = tracer.spanBuilder(name).setParent(Context.current()).setSpanKind(SpanKind.CLIENT)
+        .setStartTimestamp(startEpochNanos, java.util.concurrent.TimeUnit.NANOSECONDS).setAllAttributes(attributes)
+        .startSpan();
+    span.recordException(error);
+    span.setStatus(StatusCode.ERROR, String.valueOf(error.getMessage()));
+    span.end();
+  }
+
+  /** Now, in nanoseconds since the epoch: the start of a call that may later be {@link #failed}. */
+  public static long nowEpochNanos() {
+    java.time.Instant now = java.time.Instant.now();
+    return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+  }
+
   /** Marks the current span as failed; used by callers that caught an exception themselves. */
   public static void recordError(Throwable error) {
     Span span = Span.current();

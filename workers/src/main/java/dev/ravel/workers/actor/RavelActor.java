@@ -57,6 +57,11 @@ public abstract class RavelActor implements RavelRole {
   }
 
   @Override
+  public long processId() {
+    return ProcessHandle.current().pid();
+  }
+
+  @Override
   public ExportStats flushTelemetry(long timeoutMs) {
     telemetry.flush(Duration.ofMillis(timeoutMs));
     return telemetry.stats();

@@ -17,10 +17,13 @@ import java.util.List;
  * @param maxInFlight generate calls in flight at once
  * @param groupsPerCall groups per generate call (a target step's groups go out in calls of this many, round
  *     robin over the workers)
+ * @param maxRestarts how often Ray restarts a worker or the reward environment (a call to one whose process
+ *     died is issued again, at most this many times)
+ * @param firstTarget the first target step (0, or the step a resumed run goes on with)
  */
 public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
     RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
-    int lead, int maxInFlight, int groupsPerCall) implements Serializable {
+    int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget) implements Serializable {
   public CollectorSpec {
     workers = List.copyOf(workers);
     if (workers.isEmpty()) {

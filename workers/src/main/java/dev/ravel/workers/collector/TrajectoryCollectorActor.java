@@ -12,12 +12,13 @@ import dev.ravel.workers.buffer.ReplayBuffer;
 import dev.ravel.workers.buffer.Rollout;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
-import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.fault.FaultStats;
+import dev.ravel.workers.fault.Failover;
+import io.ray.api.ObjectRef;
 import dev.ravel.workers.generation.StepBatch;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.Tokenizer;
-import dev.ravel.workers.reward.RewardEnvironment;
 import dev.ravel.workers.task.ArithmeticTask;
 import io.opentelemetry.context.Context;
 import java.util.ArrayList;
@@ -58,10 +59,14 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   private volatile boolean paused = true;
   private volatile boolean stopped;
   private long nextTarget;
+  private final Failover failover;
+  private boolean processesRecorded;
 
   public TrajectoryCollectorActor(Payload<CollectorSpec> specPayload) {
     CollectorSpec spec = specPayload.value();
     this.spec = spec;
+    this.nextTarget = spec.firstTarget();
+    this.failover = new Failover(spans(), spec.maxRestarts(), spec.workers(), spec.reward());
     this.calls = Executors.newFixedThreadPool(spec.maxInFlight(), r -> {
       Thread t = new Thread(r, "collector-call");
       t.setDaemon(true);
@@ -73,10 +78,15 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   }
 
   @Override
-  public int publish(long newVersion) {
+  public int publish(long newVersion, ObjectRef<?> weights) {
     Context published = Context.current();
     int scheduled = 0;
     synchronized (gate) {
+      if (!processesRecorded) { // the workers are up by the first publish (the driver waited for them)
+        failover.recordProcesses();
+        processesRecorded = true;
+      }
+      failover.weights(weights, newVersion);
       version = newVersion;
       for (; nextTarget <= newVersion + spec.lead() - 1; nextTarget++) {
         targets.add(new Target(nextTarget, newVersion, published));
@@ -109,6 +119,11 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   public CollectorStats stats() {
     return new CollectorStats(targetsDone.get(), groups.get(), trajectories.get(), generateCalls.get(),
         rewardCalls.get(), bufferCalls.get(), inFlight.get(), failures.get(), lastError);
+  }
+
+  @Override
+  public FaultStats faults() {
+    return failover.stats();
   }
 
   @Override
@@ -201,8 +216,8 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   /** Scores one returned chunk and pushes its groups to the buffer, each naming the call that produced it. */
   private void push(StepBatch batch, Target t, Chunk c) {
     rewardCalls.incrementAndGet();
-    double[] rewards = spec.reward().call(RewardEnvironment::score, batch.problemPerRequest(c.from, c.to),
-        c.results.stream().map(GenerationResult::completionTokens).toList()).get();
+    double[] rewards = failover.score(batch.problemPerRequest(c.from, c.to),
+        c.results.stream().map(GenerationResult::completionTokens).toList());
     List<Trajectory> made = batch.trajectories(c.from, c.to, c.results, rewards);
     int g = spec.groupSize();
     List<Rollout> rollouts = new ArrayList<>();
@@ -244,7 +259,8 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
           .set(RavelAttributes.NUM_PROMPTS, (long) (to - from))
           .set(RavelAttributes.NUM_REQUESTS, (long) requests.size());
       generateCalls.incrementAndGet();
-      List<GenerationResult> results = spec.workers().get(worker).call(GenerationWorker::generateAsync, requests).get();
+      // a worker whose process died is restarted by Ray, given the published weights and asked again
+      List<GenerationResult> results = failover.generate(worker, true, requests).get();
       if (results.size() != requests.size()) {
         throw new IllegalStateException("worker " + worker + " returned " + results.size() + " results for "
             + requests.size() + " requests");

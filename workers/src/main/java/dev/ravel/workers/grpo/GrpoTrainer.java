@@ -55,6 +55,26 @@ public final class GrpoTrainer {
     return current;
   }
 
+  /** The current weights and the optimizer's state: all a checkpoint needs to continue bit for bit. */
+  public synchronized TrainerState state() {
+    return new TrainerState(current, optimizer.state());
+  }
+
+  /**
+   * Continues from {@code state}: its weights become the current ones and its optimizer state the
+   * optimizer's. The reference policy stays the one this trainer was built with (the run's initial weights).
+   *
+   * @throws IllegalArgumentException when the state's model spec is not this trainer's
+   */
+  public synchronized void restore(TrainerState state) {
+    if (!state.weights().spec().equals(current.spec())) {
+      throw new IllegalArgumentException("state: spec " + state.weights().spec() + " differs from " + current.spec());
+    }
+    optimizer.restore(state.optimizer());
+    System.arraycopy(state.weights().params(), 0, params, 0, params.length);
+    current = state.weights();
+  }
+
   /** The frozen reference weights. */
   public ModelWeights reference() {
     return reference;

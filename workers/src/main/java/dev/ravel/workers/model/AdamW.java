@@ -42,6 +42,29 @@ public final class AdamW {
     return steps;
   }
 
+  /** A copy of the moment estimates and the step count, for a checkpoint. */
+  public synchronized State state() {
+    return new State(m.clone(), v.clone(), steps);
+  }
+
+  /**
+   * Continues from {@code state} (a checkpoint's): the next {@link #step} is exactly the one this optimizer
+   * would have taken had it not stopped.
+   *
+   * @throws IllegalArgumentException when the state is for another parameter count
+   */
+  public synchronized void restore(State state) {
+    if (state.m().length != m.length || state.v().length != v.length) {
+      throw new IllegalArgumentException("state: " + state.m().length + " moments for an optimizer of size " + m.length);
+    }
+    System.arraycopy(state.m(), 0, m, 0, m.length);
+    System.arraycopy(state.v(), 0, v, 0, v.length);
+    steps = state.steps();
+  }
+
+  /** The optimizer's state: first and second moment estimates and the steps taken. */
+  public record State(float[] m, float[] v, long steps) implements java.io.Serializable {}
+
   /** Length of the parameter vector this optimizer is for. */
   public int size() {
     return m.length;

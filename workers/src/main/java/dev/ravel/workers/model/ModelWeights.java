@@ -76,6 +76,22 @@ public final class ModelWeights implements Serializable {
     return params;
   }
 
+  /**
+   * The SHA-256 of the parameters (each float's IEEE 754 bits, big-endian, in order), in hex: two runs whose
+   * weights are bit-identical have the same digest, whatever their version.
+   */
+  public String sha256() {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(params.length * Float.BYTES);
+    for (float p : params) {
+      b.putInt(Float.floatToRawIntBits(p));
+    }
+    try {
+      return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(b.array()));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("no SHA-256 in this JVM", e);
+    }
+  }
+
   /** The same parameters (shared, not copied) under version {@code v}. */
   public ModelWeights withVersion(long v) {
     if (v < 0) {

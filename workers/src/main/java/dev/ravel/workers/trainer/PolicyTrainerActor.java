@@ -28,6 +28,9 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
   public PolicyTrainerActor(Payload<TrainerSpec> specPayload) {
     TrainerSpec spec = specPayload.value();
     this.trainer = new GrpoTrainer(spec.initial(), spec.grpo());
+    if (spec.resume() != null) {
+      trainer.restore(spec.resume());
+    }
   }
 
   @Override
@@ -66,22 +69,10 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
     return trainer.weights();
   }
 
+  /** Writes the weights and the optimizer state ({@link TrainerStateFile}), so that a run can resume. */
   @Override
   public String checkpoint(String dir) {
-    ModelWeights w = trainer.weights();
-    Path folder = Path.of(dir);
-    Path file = folder.resolve("weights-v" + w.version() + ".bin");
-    try {
-      Files.createDirectories(folder);
-      Path tmp = Files.createTempFile(folder, file.getFileName().toString(), ".tmp");
-      try (ObjectOutputStream out = new ObjectOutputStream(Files.newOutputStream(tmp))) {
-        out.writeObject(w);
-      }
-      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-      return file.toString();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write checkpoint " + file + ": " + e.getMessage(), e);
-    }
+    return TrainerStateFile.write(Path.of(dir), trainer.state()).toString();
   }
 
   private static List<String> ids(List<Trajectory> batch) {

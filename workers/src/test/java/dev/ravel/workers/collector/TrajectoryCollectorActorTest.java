@@ -69,7 +69,7 @@ final class TrajectoryCollectorActorTest {
     RavelActorHandle<ReplayBuffer> buffer = local(new ReplayBufferActor(), ReplayBuffer.class, 4);
     RavelActorHandle<RewardEnvironment> reward = local(new RewardEnvironmentActor(), RewardEnvironment.class, 1);
     CollectorSpec spec = new CollectorSpec(workers, reward, buffer, PROMPTS, GROUP, SAMPLING, SEED, lead, 4,
-        groupsPerCall);
+        groupsPerCall, 0, 0);
     TrajectoryCollectorActor c = new TrajectoryCollectorActor(Payload.of(spec));
     return new Collected(c, buffer);
   }
@@ -80,7 +80,7 @@ final class TrajectoryCollectorActorTest {
   void publish_schedulesTheLeadAndEachTargetArrivesAsTheStepsBatch() {
     Collected c = collector(List.of(engineWorker(), engineWorker()), 2);
     try {
-      assertThat(c.collector().publish(0)).isEqualTo(2);
+      assertThat(c.collector().publish(0, null)).isEqualTo(2);
       BufferBatch b = c.buffer().call(ReplayBuffer::take, 0L, PROMPTS, 1L, 60_000L).get();
 
       StepBatch planned = StepBatch.plan(ArithmeticTask.standard(), TOKENIZER, PROMPTS, GROUP, SAMPLING, SEED, 0);
@@ -119,7 +119,7 @@ final class TrajectoryCollectorActorTest {
     RavelActorHandle<GenerationWorker> slow = local(new HeldWorker(engineWorker(), release), GenerationWorker.class, 4);
     Collected c = collector(List.of(engineWorker(), slow), 1, 2); // groups 0-1 on the fast worker, 2 on the slow
     try {
-      c.collector().publish(0);
+      c.collector().publish(0, null);
       BufferBatch first = c.buffer().call(ReplayBuffer::take, 0L, 2, 1L, 60_000L).get();
 
       assertThat(first.rollouts()).hasSize(2); // the fast call's groups, while the slow call is held
@@ -175,8 +175,8 @@ final class TrajectoryCollectorActorTest {
   void publish_nextVersionSchedulesOnlyTheNewTargets() {
     Collected c = collector(List.of(engineWorker()), 2);
     try {
-      assertThat(c.collector().publish(0)).isEqualTo(2); // targets 0 and 1
-      assertThat(c.collector().publish(1)).isEqualTo(1); // target 2
+      assertThat(c.collector().publish(0, null)).isEqualTo(2); // targets 0 and 1
+      assertThat(c.collector().publish(1, null)).isEqualTo(1); // target 2
     } finally {
       c.collector().stop();
     }
@@ -209,7 +209,7 @@ final class TrajectoryCollectorActorTest {
   void generateFailure_isCountedWithItsReasonAndNothingReachesTheBuffer() {
     Collected c = collector(List.of(local(new BrokenWorker(), GenerationWorker.class, 4)), 1);
     try {
-      c.collector().publish(0);
+      c.collector().publish(0, null);
       await(() -> c.collector().stats().failures() == 1);
 
       CollectorStats s = c.collector().stats();
@@ -227,7 +227,7 @@ final class TrajectoryCollectorActorTest {
   void pause_waitsForInFlightCallsAndReturnsHowManyAreLeft() {
     Collected c = collector(List.of(engineWorker()), 1);
     try {
-      c.collector().publish(0);
+      c.collector().publish(0, null);
       assertThat(c.collector().pause(60_000)).isZero();
       assertThat(c.collector().stats().inFlight()).isZero();
     } finally {

@@ -180,6 +180,48 @@ final class GrpoTrainerTest {
   }
 
   /** Two groups of four completions sampled from {@code w}, for prompts A and B, with the given rewards. */
+  @Test
+  void restore_fromAStateWrittenToDisk_continuesBitForBitAsTheUninterruptedTrainer(@org.junit.jupiter.api.io.TempDir
+      java.nio.file.Path dir) {
+    double[][] rewards = {{1, 0, 0, 1, 0, 0, 1, 0}, {0, 1, 1, 0, 1, 0, 0, 0}, {1, 1, 0, 0, 0, 1, 0, 1},
+        {0, 0, 1, 0, 1, 1, 0, 1}};
+    GrpoTrainer straight = new GrpoTrainer(ModelWeights.init(SPEC, 3), CONFIG);
+    for (double[] r : rewards) {
+      straight.train(sampled(straight.weights(), r));
+    }
+    GrpoTrainer first = new GrpoTrainer(ModelWeights.init(SPEC, 3), CONFIG);
+    first.train(sampled(first.weights(), rewards[0]));
+    first.train(sampled(first.weights(), rewards[1]));
+    TrainerState saved = dev.ravel.workers.trainer.TrainerStateFile.read(
+        dev.ravel.workers.trainer.TrainerStateFile.write(dir, first.state()));
+
+    GrpoTrainer resumed = new GrpoTrainer(ModelWeights.init(SPEC, 3), CONFIG); // the same seeded reference
+    resumed.restore(saved);
+    assertThat(resumed.weights().version()).isEqualTo(2);
+    resumed.train(sampled(resumed.weights(), rewards[2]));
+    resumed.train(sampled(resumed.weights(), rewards[3]));
+
+    assertThat(resumed.weights().version()).isEqualTo(straight.weights().version());
+    assertThat(resumed.weights().params()).containsExactly(straight.weights().params());
+    assertThat(resumed.weights().sha256()).isEqualTo(straight.weights().sha256());
+    // without the optimizer's moments the same weights continue differently
+    GrpoTrainer weightsOnly = new GrpoTrainer(ModelWeights.init(SPEC, 3), CONFIG);
+    weightsOnly.restore(new TrainerState(saved.weights(),
+        new dev.ravel.workers.model.AdamW.State(new float[saved.optimizer().m().length],
+            new float[saved.optimizer().v().length], 0)));
+    weightsOnly.train(sampled(weightsOnly.weights(), rewards[2]));
+    weightsOnly.train(sampled(weightsOnly.weights(), rewards[3]));
+    assertThat(weightsOnly.weights().sha256()).isNotEqualTo(straight.weights().sha256());
+  }
+
+  @Test
+  void restore_stateOfAnotherModel_isRejectedNamingTheSpec() {
+    GrpoTrainer t = new GrpoTrainer(ModelWeights.init(SPEC, 3), CONFIG);
+    GrpoTrainer other = new GrpoTrainer(ModelWeights.init(ModelSpec.tiny(20), 3), CONFIG);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> t.restore(other.state()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("state: spec");
+  }
+
   private static List<Trajectory> sampled(ModelWeights w, double[] rewards) {
     TinyLm lm = TinyLm.of(w);
     SplittableRandom rng = new SplittableRandom(w.version() * 31 + 1);

@@ -1,0 +1,124 @@
+package dev.ravel.it.fault;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.it.support.Procs;
+import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.TestEnv;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A sync run whose driver is killed with SIGKILL after step 6 of 10, resumed with {@code --resume}, ends with
+ * weights bit-identical to an uninterrupted 10-step run's: both through {@code bin/ravel}, each on its own
+ * local head.
+ */
+final class ResumeIT {
+  private static final Pattern HEAD = Pattern.compile("Ray head started at 127\\.0\\.0\\.1:(\\d+) \\(pid (\\d+),");
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final int STEPS = 10;
+
+  @TempDir
+  Path tmp;
+
+  private List<String> runArgs(String runId) {
+    return List.of("run", home().resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=" + STEPS,
+        "grpo.checkpoint_every=2", "grpo.prompts_per_step=8", "telemetry.engine_tracing=false",
+        "telemetry.runs_dir=" + tmp.resolve("runs"), "telemetry.run_id=" + runId);
+  }
+
+  @Test
+  void resume_afterTheDriversSigkill_endsWithTheWeightsOfTheUninterruptedRun() throws Exception {
+    RavelCommand.Result straight = RavelCommand.run(TestEnv.clean(), 300, runArgs("straight").toArray(String[]::new));
+    assertThat(straight.exitCode()).as(straight.stdout() + straight.stderr()).isZero();
+    JsonNode full = runJson("straight");
+    String expected = full.get("final_weights_sha256").asText();
+    assertThat(expected).hasSize(64);
+
+    // the same run, killed after its 6th step
+    Path out = Files.createTempFile(tmp, "driver", ".out");
+    List<String> cmd = new ArrayList<>(List.of(home().resolve("bin/ravel").toString()));
+    cmd.addAll(runArgs("killed"));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
+    pb.environment().clear();
+    pb.environment().putAll(TestEnv.clean());
+    Process driver = pb.start();
+    long headPid = -1;
+    try {
+      Matcher m = RavelCommand.awaitOutput(out, driver, HEAD, "step   6/", 240);
+      headPid = Long.parseLong(m.group(2));
+      List<Long> head = new ArrayList<>(Procs.group(headPid));
+      new ProcessBuilder("kill", "-KILL", String.valueOf(driver.pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
+      assertThat(driver.waitFor(30, TimeUnit.SECONDS)).isTrue();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (System.nanoTime() < deadline && !Procs.alive(head).isEmpty()) {
+        Thread.sleep(200);
+      }
+      assertThat(Procs.alive(head)).as("the killed driver's head").isEmpty();
+    } finally {
+      if (driver.isAlive()) {
+        driver.destroyForcibly();
+      }
+      if (headPid > 0) {
+        for (long pid : Procs.group(headPid)) {
+          ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        }
+      }
+    }
+    Path runDir = tmp.resolve("runs").resolve("killed");
+    assertThat(Files.exists(runDir.resolve("run.json"))).as("a SIGKILLed driver writes no run.json").isFalse();
+
+    List<String> resumeArgs = new ArrayList<>(runArgs("killed"));
+    resumeArgs.remove("telemetry.run_id=killed");
+    resumeArgs.addAll(List.of("--resume", "killed"));
+    RavelCommand.Result resumed = RavelCommand.run(TestEnv.clean(), 300, resumeArgs.toArray(String[]::new));
+    assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
+    Matcher after = Pattern.compile("resumed after step (\\d+)").matcher(resumed.stdout());
+    assertThat(after.find()).as(resumed.stdout()).isTrue();
+    int from = Integer.parseInt(after.group(1));
+    assertThat(from).as("the newest checkpoint: every 2 steps, the 6th complete before its progress line")
+        .isIn(6, 8);
+
+    JsonNode run = runJson("killed");
+    assertThat(run.get("status").asText()).isEqualTo("succeeded");
+    assertThat(run.get("run_id").asText()).isEqualTo("killed");
+    assertThat(run.get("resumed_after_step").asInt()).isEqualTo(from);
+    assertThat(run.get("steps").asInt()).isEqualTo(STEPS - from);
+    assertThat(run.get("final_weights_sha256").asText()).isEqualTo(expected);
+    // steps.jsonl has each step once: the killed attempt's steps after the checkpoint were dropped
+    List<Integer> logged = new ArrayList<>();
+    for (String line : Files.readAllLines(runDir.resolve("steps.jsonl"))) {
+      logged.add(JSON.readTree(line).get("step").asInt());
+    }
+    assertThat(logged).containsExactly(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+    // the per-step rewards of the resumed steps are the uninterrupted run's too
+    List<String> straightLines = Files.readAllLines(tmp.resolve("runs").resolve("straight").resolve("steps.jsonl"));
+    List<String> resumedLines = Files.readAllLines(runDir.resolve("steps.jsonl"));
+    for (int i = 0; i < STEPS; i++) {
+      assertThat(JSON.readTree(resumedLines.get(i)).get("rewardMean").asDouble()).as("step %d", i + 1)
+          .isEqualTo(JSON.readTree(straightLines.get(i)).get("rewardMean").asDouble());
+    }
+    // the newest three checkpoints are kept
+    try (var s = Files.list(runDir.resolve("checkpoints"))) {
+      assertThat(s.map(p -> p.getFileName().toString()).sorted().toList())
+          .containsExactly("step-000006", "step-000008", "step-000010");
+    }
+  }
+
+  private JsonNode runJson(String runId) throws Exception {
+    return JSON.readTree(tmp.resolve("runs").resolve(runId).resolve("run.json").toFile());
+  }
+
+  private static Path home() {
+    return Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
+  }
+}

@@ -1,0 +1,280 @@
+package dev.ravel.workers.fault;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.telemetry.spans.Spans;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.actor.RavelRef;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.task.Problem;
+import io.opentelemetry.api.common.Attributes;
+import io.ray.api.ObjectRef;
+import io.ray.api.exception.RayActorException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Calls to the generation workers and the reward environment that survive the death of an actor's process.
+ * Ray restarts such an actor (up to {@code cluster.max_restarts} times) in a new process built from its
+ * constructor arguments, so a restarted generation worker serves the run's initial weights: before a call is
+ * issued again, the new process is given the current weights ({@link #weights}) and must answer with their
+ * version. The call then goes again with the same requests (same ids and seeds), once per failure.
+ *
+ * <p>Spans: the failed call is an ERROR span {@link SpanNames#FAULT_FAILED_CALL} from its issue to its
+ * failure, each retry a {@link SpanNames#FAULT_RETRY} beside it (the actor's own span for the call is the
+ * retry's child), both under the span current when the call was read. A call that succeeds the first time
+ * adds no span.
+ *
+ * <pre>{@code
+ * Failover f = new Failover(spans, 3, workers, reward);
+ * f.recordProcesses();
+ * Failover.Pending<List<GenerationResult>> p = f.generate(0, false, requests); // issued now
+ * List<GenerationResult> results = p.get(); // retried here if worker 0 died
+ * }</pre>
+ *
+ * Thread-safe: several calls may fail on one dead worker at once (async mode); its restart is handled, and
+ * counted, once.
+ */
+public final class Failover {
+  private static final Logger LOG = LoggerFactory.getLogger(Failover.class);
+  /** The reward environment's name in {@link FaultStats#processes()}. */
+  public static final String REWARD = "reward_environment";
+  /** How long a restart may take before the actor counts as dead for good. */
+  static final long RESTART_WAIT_MS = 120_000L;
+  private static final long ASK_AGAIN_MS = 250L;
+
+  private final Spans spans;
+  private final int maxRestarts;
+  private final List<RavelActorHandle<GenerationWorker>> workers;
+  private final RavelActorHandle<RewardEnvironment> reward;
+  /** Per actor (workers by index, then the reward environment): the processes seen, guarded by the list. */
+  private final List<List<Long>> pids = new ArrayList<>();
+  private final AtomicLong failedCalls = new AtomicLong();
+  private final AtomicLong retriedCalls = new AtomicLong();
+  private final AtomicLong retriedRequests = new AtomicLong();
+  private volatile Weights weights;
+  private final long restartWaitMs;
+
+  private record Weights(ObjectRef<?> ref, long version) {}
+
+  /**
+   * @param maxRestarts how often Ray restarts each actor (the actors must have been created with it): a call
+   *     is issued at most {@code maxRestarts + 1} times
+   */
+  public Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
+      RavelActorHandle<RewardEnvironment> reward) {
+    this(spans, maxRestarts, workers, reward, RESTART_WAIT_MS);
+  }
+
+  Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
+      RavelActorHandle<RewardEnvironment> reward, long restartWaitMs) {
+    this.restartWaitMs = restartWaitMs;
+    if (maxRestarts < 0) {
+      throw new IllegalArgumentException("maxRestarts must be >= 0, got " + maxRestarts);
+    }
+    this.spans = spans;
+    this.maxRestarts = maxRestarts;
+    this.workers = List.copyOf(workers);
+    this.reward = reward;
+    for (int i = 0; i <= workers.size(); i++) {
+      pids.add(new ArrayList<>());
+    }
+  }
+
+  /** Reads each actor's process id, so that a later restart is told apart from the first process. */
+  public void recordProcesses() {
+    List<RavelRef<Long>> refs = new ArrayList<>();
+    workers.forEach(w -> refs.add(w.call(GenerationWorker::processId)));
+    RavelRef<Long> r = reward.call(RewardEnvironment::processId);
+    for (int i = 0; i < refs.size(); i++) {
+      seen(i, refs.get(i).get());
+    }
+    seen(workers.size(), r.get());
+  }
+
+  /**
+   * The weights a restarted worker must load before it serves: {@code ref} (passed to
+   * {@link GenerationWorker#updateWeights}) of version {@code version}. Null before the first refit (a
+   * restarted worker starts with the initial weights).
+   */
+  public void weights(ObjectRef<?> ref, long version) {
+    this.weights = ref == null ? null : new Weights(ref, version);
+  }
+
+  /** Issues a generate call ({@code async}: {@link GenerationWorker#generateAsync}) to worker {@code worker}. */
+  public Pending<List<GenerationResult>> generate(int worker, boolean async, List<GenerationRequest> requests) {
+    RavelActorHandle<GenerationWorker> w = workers.get(worker);
+    Supplier<RavelRef<List<GenerationResult>>> issue = async
+        ? () -> w.call(GenerationWorker::generateAsync, requests)
+        : () -> w.call(GenerationWorker::generate, requests);
+    return new Pending<>(worker, requests.size(), issue);
+  }
+
+  /**
+   * Loads {@code ref} (version {@code version}) on worker {@code worker} and checks that it answers with
+   * that version; a worker that died meanwhile is loaded once restarted. Call {@link #weights} first.
+   */
+  public Pending<Long> updateWeights(int worker, ObjectRef<?> ref) {
+    RavelActorHandle<GenerationWorker> w = workers.get(worker);
+    return new Pending<>(worker, 0, () -> w.call(GenerationWorker::updateWeights, ref));
+  }
+
+  /** Scores {@code completions}, issued again on the restarted environment if its process died. */
+  public double[] score(List<Problem> problems, List<int[]> completions) {
+    return new Pending<>(workers.size(), 0, () -> reward.call(RewardEnvironment::score, problems, completions)).get();
+  }
+
+  /** What this failover saw so far. */
+  public FaultStats stats() {
+    Map<String, List<Long>> p = new LinkedHashMap<>();
+    for (int i = 0; i < pids.size(); i++) {
+      synchronized (pids.get(i)) {
+        p.put(name(i), List.copyOf(pids.get(i)));
+      }
+    }
+    return new FaultStats(p, failedCalls.get(), retriedCalls.get(), retriedRequests.get());
+  }
+
+  private String name(int actor) {
+    return actor == workers.size() ? REWARD : "generation_worker/" + actor;
+  }
+
+  private void seen(int actor, long pid) {
+    List<Long> p = pids.get(actor);
+    synchronized (p) {
+      if (!p.contains(pid)) {
+        p.add(pid);
+      }
+    }
+  }
+
+  /**
+   * After a call to {@code actor} failed because its process died: waits until Ray has restarted it (its
+   * process id answers), and gives a restarted worker the current weights, once per new process.
+   */
+  private void recover(int actor, RayActorException cause) {
+    List<Long> p = pids.get(actor);
+    synchronized (p) {
+      long pid = restartedProcessId(actor, cause);
+      if (p.contains(pid)) {
+        return; // already recovered, by a call that failed on the same dead process
+      }
+      p.add(pid);
+      LOG.warn("{} died ({}); Ray restarted it as pid {}", name(actor), firstLine(cause), pid);
+      Weights w = weights;
+      if (actor < workers.size() && w != null) {
+        long loaded = workers.get(actor).call(GenerationWorker::updateWeights, w.ref()).get();
+        if (loaded != w.version()) {
+          throw new IllegalStateException(name(actor) + " restarted and loaded weight version " + loaded
+              + ", expected " + w.version());
+        }
+      }
+    }
+  }
+
+  /**
+   * The process id the actor answers with once Ray has restarted it. A call issued before Ray has noticed
+   * the death fails as well, so the question is asked again, every {@link #ASK_AGAIN_MS} ms, for at most
+   * {@code cluster.max_restarts}'s wait, 120 s (a Python actor imports PyTorch when it restarts).
+   */
+  private long restartedProcessId(int actor, RayActorException cause) {
+    long deadline = System.nanoTime() + restartWaitMs * 1_000_000L;
+    while (true) {
+      try {
+        return actor == workers.size() ? reward.call(RewardEnvironment::processId).get()
+            : workers.get(actor).call(GenerationWorker::processId).get();
+      } catch (RayActorException e) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException(name(actor) + " died and Ray did not restart it within "
+              + restartWaitMs / 1000.0 + " s (cluster.max_restarts=" + maxRestarts + "): " + firstLine(cause), e);
+        }
+        try {
+          Thread.sleep(ASK_AGAIN_MS);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted while waiting for " + name(actor) + " to restart", ie);
+        }
+      }
+    }
+  }
+
+  private long lastPid(int actor) {
+    List<Long> p = pids.get(actor);
+    synchronized (p) {
+      return p.isEmpty() ? -1 : p.get(p.size() - 1);
+    }
+  }
+
+  private static String firstLine(Throwable e) {
+    String m = String.valueOf(e.getMessage());
+    int nl = m.indexOf('\n');
+    return nl < 0 ? m : m.substring(0, nl);
+  }
+
+  /** A call issued to one actor: {@link #get} reads its result, issuing it again after the actor's death. */
+  public final class Pending<R> {
+    private final int actor;
+    private final int requests;
+    private final Supplier<RavelRef<R>> issue;
+    private final RavelRef<R> first;
+    private final long issuedAt;
+
+    private Pending(int actor, int requests, Supplier<RavelRef<R>> issue) {
+      this.actor = actor;
+      this.requests = requests;
+      this.issue = issue;
+      this.issuedAt = Spans.nowEpochNanos();
+      this.first = issue.get();
+    }
+
+    /**
+     * The result; if the actor's process died under the call, the call is issued again on the restarted
+     * actor, at most {@code maxRestarts} times.
+     *
+     * @throws IllegalStateException naming the actor when it died more often than Ray restarts it
+     */
+    public R get() {
+      long deadPid = lastPid(actor);
+      try {
+        return first.get();
+      } catch (RayActorException e) {
+        failedCalls.incrementAndGet();
+        spans.failed(SpanGroup.WORKER, SpanNames.FAULT_FAILED_CALL, issuedAt, e, Attributes.builder()
+            .put(RavelAttributes.FAULT_ACTOR, name(actor)).put(RavelAttributes.FAULT_ATTEMPT, 1L)
+            .put(RavelAttributes.FAULT_DEAD_PID, deadPid).put(RavelAttributes.NUM_REQUESTS, (long) requests).build());
+        RayActorException last = e;
+        for (long attempt = 2; attempt <= maxRestarts + 1L; attempt++) {
+          recover(actor, last);
+          retriedCalls.incrementAndGet();
+          retriedRequests.addAndGet(requests);
+          deadPid = lastPid(actor);
+          try (ScopedSpan s = spans.start(SpanGroup.WORKER, SpanNames.FAULT_RETRY)) {
+            s.set(RavelAttributes.FAULT_ACTOR, name(actor)).set(RavelAttributes.FAULT_ATTEMPT, attempt)
+                .set(RavelAttributes.NUM_REQUESTS, (long) requests);
+            try {
+              return issue.get().get();
+            } catch (RayActorException again) {
+              failedCalls.incrementAndGet();
+              s.set(RavelAttributes.FAULT_DEAD_PID, deadPid).error(again);
+              last = again;
+            }
+          }
+        }
+        throw new IllegalStateException(name(actor) + (maxRestarts == 0 ? " died and is not restarted"
+            : " died " + (maxRestarts + 1) + " times under one call") + " (cluster.max_restarts=" + maxRestarts
+            + "): " + firstLine(last), last);
+      }
+    }
+  }
+}

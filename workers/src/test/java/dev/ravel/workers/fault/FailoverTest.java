@@ -1,0 +1,299 @@
+package dev.ravel.workers.fault;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.ravel.telemetry.config.SpanGroup;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.ScopedSpan;
+import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.telemetry.spans.Spans;
+import dev.ravel.workers.actor.RavelActor;
+import dev.ravel.workers.actor.RavelActorHandle;
+import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.engine.FinishReason;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
+import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.generation.GenerationWorker;
+import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.task.Problem;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import io.ray.api.ObjectRef;
+import io.ray.api.exception.RayActorException;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The failover on in-process actors whose "process" dies: the actor throws Ray's {@code RayActorException}
+ * and from then on answers with a new process id and the initial weights, as a restarted actor does.
+ */
+final class FailoverTest {
+  private final InMemorySpanExporter exported = InMemorySpanExporter.create();
+  private final OpenTelemetrySdk sdk = OpenTelemetrySdk.builder()
+      .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exported)).build())
+      .build();
+  private final Spans spans = Spans.create(sdk, EnumSet.allOf(SpanGroup.class));
+  private final List<RavelActorHandle<?>> handles = new ArrayList<>();
+
+  @AfterEach
+  void close() {
+    handles.forEach(RavelActorHandle::release);
+    sdk.close();
+  }
+
+  /** An object reference that is only a value: what the fake worker is given to load. */
+  record Weights(long version) implements ObjectRef<Long>, Serializable {
+    @Override
+    public Long get() {
+      return version;
+    }
+
+    @Override
+    public Long get(long timeoutMs) {
+      return version;
+    }
+  }
+
+  /** A worker whose process dies under its first {@code deaths} generate calls. */
+  static final class DyingWorker extends RavelActor implements GenerationWorker {
+    final AtomicInteger deathsLeft;
+    volatile long pid = 100;
+    volatile long loaded = 0;
+    final List<String> log = new CopyOnWriteArrayList<>();
+    final List<String> parents = new CopyOnWriteArrayList<>();
+    volatile boolean restartable = true;
+    volatile boolean dead;
+
+    DyingWorker(int deaths) {
+      this.deathsLeft = new AtomicInteger(deaths);
+    }
+
+    @Override
+    public List<GenerationResult> generate(List<GenerationRequest> requests) {
+      log.add("generate " + requests.stream().map(GenerationRequest::requestId).toList() + " at v" + loaded);
+      parents.add(Span.current().getSpanContext().getSpanId());
+      if (deathsLeft.getAndDecrement() > 0) {
+        dead = !restartable;
+        pid++; // the restarted process
+        loaded = 0; // built again from the constructor's (initial) weights
+        throw new RayActorException(1, "The actor died unexpectedly before finishing this task.", null);
+      }
+      return requests.stream().map(r -> GenerationResult.builder().requestId(r.requestId())
+          .promptTokens(r.promptTokens()).completionTokens(new int[] {1, 2}).logprobs(new float[] {-1f, -1f})
+          .finishReason(FinishReason.LENGTH).weightVersion(loaded)
+          .stats(dev.ravel.workers.engine.RequestStats.builder().arrivalEpochNanos(10).finishEpochNanos(20).build()).build())
+          .toList();
+    }
+
+    @Override
+    public List<GenerationResult> generateAsync(List<GenerationRequest> requests) {
+      return generate(requests);
+    }
+
+    @Override
+    public long updateWeights(ObjectRef<?> weights) {
+      loaded = (Long) weights.get();
+      log.add("load v" + loaded);
+      return loaded;
+    }
+
+    @Override
+    public EngineStats engineStats() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long processId() {
+      if (dead) {
+        throw new RayActorException(1, "The actor is dead.", null);
+      }
+      return pid;
+    }
+  }
+
+  /** A reward environment whose process dies under its first call. */
+  static final class DyingReward extends RavelActor implements RewardEnvironment {
+    final AtomicInteger calls = new AtomicInteger();
+    volatile long pid = 500;
+
+    @Override
+    public double[] score(List<Problem> problems, List<int[]> completions) {
+      if (calls.incrementAndGet() == 1) {
+        pid++;
+        throw new RayActorException(1, "The actor died unexpectedly before finishing this task.", null);
+      }
+      return new double[completions.size()];
+    }
+
+    @Override
+    public long processId() {
+      return pid;
+    }
+  }
+
+  private <I> RavelActorHandle<I> local(RavelActor actor, Class<I> role) {
+    RavelActorHandle<I> h = RavelActorHandle.local(actor, role, 4);
+    handles.add(h);
+    return h;
+  }
+
+  private static List<GenerationRequest> requests(int n) {
+    List<GenerationRequest> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      out.add(GenerationRequest.of("s1-r" + i, new int[] {3, 4}, SamplingParams.builder().maxTokens(2).seed(i).build(),
+          null));
+    }
+    return out;
+  }
+
+  private Failover failover(int maxRestarts, DyingWorker... workers) {
+    return failover(maxRestarts, Failover.RESTART_WAIT_MS, workers);
+  }
+
+  private Failover failover(int maxRestarts, long restartWaitMs, DyingWorker... workers) {
+    List<RavelActorHandle<GenerationWorker>> w = new ArrayList<>();
+    for (DyingWorker d : workers) {
+      w.add(local(d, GenerationWorker.class));
+    }
+    Failover f = new Failover(spans, maxRestarts, w, local(new DyingReward(), RewardEnvironment.class), restartWaitMs);
+    f.recordProcesses();
+    return f;
+  }
+
+  private List<SpanData> named(String name) {
+    return exported.getFinishedSpanItems().stream().filter(s -> s.getName().equals(name)).toList();
+  }
+
+  @Test
+  void generate_workerDiesUnderTheCall_restartedWorkerLoadsTheCurrentWeightsThenServesTheSameRequestsOnce() {
+    DyingWorker dying = new DyingWorker(1);
+    Failover f = failover(3, dying);
+    f.weights(new Weights(7), 7);
+    List<GenerationResult> results;
+    String stepSpan;
+    try (ScopedSpan step = spans.start(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE)) {
+      stepSpan = step.spanContext().getSpanId();
+      results = f.generate(0, false, requests(3)).get();
+    }
+
+    assertThat(results).extracting(GenerationResult::requestId).containsExactly("s1-r0", "s1-r1", "s1-r2");
+    assertThat(results).allSatisfy(r -> assertThat(r.weightVersion()).isEqualTo(7)); // not the initial 0
+    assertThat(dying.log).containsExactly("generate [s1-r0, s1-r1, s1-r2] at v0", "load v7",
+        "generate [s1-r0, s1-r1, s1-r2] at v7");
+    FaultStats stats = f.stats();
+    assertThat(stats.processes()).containsEntry("generation_worker/0", List.of(100L, 101L));
+    assertThat(stats.restarts()).isEqualTo(1);
+    assertThat(stats.failedCalls()).isEqualTo(1);
+    assertThat(stats.retriedCalls()).isEqualTo(1);
+    assertThat(stats.retriedRequests()).isEqualTo(3);
+
+    SpanData failed = named(SpanNames.FAULT_FAILED_CALL).get(0);
+    SpanData retry = named(SpanNames.FAULT_RETRY).get(0);
+    assertThat(named(SpanNames.FAULT_FAILED_CALL)).hasSize(1);
+    assertThat(named(SpanNames.FAULT_RETRY)).hasSize(1);
+    assertThat(failed.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+    assertThat(failed.getEvents()).extracting(e -> e.getName()).contains("exception");
+    assertThat(failed.getAttributes().get(RavelAttributes.FAULT_ACTOR)).isEqualTo("generation_worker/0");
+    assertThat(failed.getAttributes().get(RavelAttributes.FAULT_DEAD_PID)).isEqualTo(100L);
+    assertThat(failed.getAttributes().get(RavelAttributes.NUM_REQUESTS)).isEqualTo(3L);
+    assertThat(failed.getStartEpochNanos()).isLessThanOrEqualTo(retry.getStartEpochNanos());
+    // siblings under the generate span; the retried call runs under the retry
+    assertThat(failed.getParentSpanId()).isEqualTo(stepSpan);
+    assertThat(retry.getParentSpanId()).isEqualTo(stepSpan);
+    assertThat(retry.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
+    assertThat(retry.getAttributes().get(RavelAttributes.FAULT_ATTEMPT)).isEqualTo(2L);
+    assertThat(dying.parents).containsExactly(stepSpan, retry.getSpanId());
+  }
+
+  @Test
+  void generate_noDeath_addsNoSpanAndCountsNothing() {
+    Failover f = failover(3, new DyingWorker(0));
+    assertThat(f.generate(0, true, requests(2)).get()).hasSize(2);
+    assertThat(exported.getFinishedSpanItems()).isEmpty();
+    assertThat(f.stats().restarts()).isZero();
+    assertThat(f.stats().failedCalls()).isZero();
+  }
+
+  @Test
+  void generate_diesMoreOftenThanRayRestartsIt_failsNamingTheActorAndTheKey() {
+    DyingWorker dying = new DyingWorker(5);
+    Failover f = failover(2, dying);
+    assertThatThrownBy(() -> f.generate(0, false, requests(1)).get())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("generation_worker/0 died 3 times under one call (cluster.max_restarts=2)");
+    assertThat(named(SpanNames.FAULT_FAILED_CALL)).hasSize(1);
+    assertThat(named(SpanNames.FAULT_RETRY)).hasSize(2)
+        .allSatisfy(s -> assertThat(s.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR));
+    assertThat(f.stats().failedCalls()).isEqualTo(3);
+    assertThat(f.stats().retriedCalls()).isEqualTo(2);
+  }
+
+  @Test
+  void generate_withoutRestarts_failsAtOnceSayingSo() {
+    Failover f = failover(0, new DyingWorker(1));
+    assertThatThrownBy(() -> f.generate(0, false, requests(1)).get())
+        .hasMessageStartingWith("generation_worker/0 died and is not restarted (cluster.max_restarts=0)");
+    assertThat(f.stats().retriedCalls()).isZero();
+  }
+
+  @Test
+  void generate_actorNotRestartedByRay_failsNamingTheActor() {
+    DyingWorker dying = new DyingWorker(1);
+    dying.restartable = false;
+    Failover f = failover(3, 600, dying);
+    long t0 = System.nanoTime();
+    assertThatThrownBy(() -> f.generate(0, false, requests(1)).get())
+        .hasMessageStartingWith("generation_worker/0 died and Ray did not restart it within 0.6 s"
+            + " (cluster.max_restarts=3)");
+    assertThat(System.nanoTime() - t0).as("asked again until the wait ran out").isGreaterThan(500_000_000L);
+  }
+
+  @Test
+  void updateWeights_twoCallsFailOnOneDeadProcess_itsRestartIsCountedAndLoadedOnce() {
+    DyingWorker dying = new DyingWorker(0);
+    Failover f = failover(3, dying);
+    f.weights(new Weights(4), 4);
+    dying.pid = 101; // died before the calls: both find the new process
+    assertThat(f.updateWeights(0, new Weights(4)).get()).isEqualTo(4L);
+    assertThat(f.updateWeights(0, new Weights(4)).get()).isEqualTo(4L);
+    assertThat(f.stats().restarts()).isZero(); // no call failed: nothing to tell a restart by yet
+    dying.deathsLeft.set(2);
+    f.generate(0, false, requests(1)).get();
+    assertThat(f.stats().processes().get("generation_worker/0")).containsExactly(100L, 102L, 103L);
+  }
+
+  @Test
+  void score_rewardEnvironmentDies_isAskedAgainOnTheRestartedOne() {
+    Failover f = failover(1, new DyingWorker(0));
+    double[] r = f.score(List.of(new Problem("1+2=", "3")), List.of(new int[] {5}));
+    assertThat(r).hasSize(1);
+    assertThat(f.stats().processes()).containsEntry(Failover.REWARD, List.of(500L, 501L));
+    assertThat(f.stats().retriedRequests()).isZero(); // no generation requests in a score call
+    assertThat(f.stats().retriedCalls()).isEqualTo(1);
+  }
+
+  @Test
+  void plus_aRestartSeenByBothViews_countsOnce() {
+    FaultStats a = new FaultStats(java.util.Map.of("generation_worker/0", List.of(1L, 2L)), 1, 1, 4);
+    FaultStats b = new FaultStats(java.util.Map.of("generation_worker/0", List.of(1L, 2L),
+        "reward_environment", List.of(9L)), 2, 2, 8);
+    FaultStats sum = a.plus(b);
+    assertThat(sum.restarts()).isEqualTo(1);
+    assertThat(sum.failedCalls()).isEqualTo(3);
+    assertThat(sum.retriedRequests()).isEqualTo(12);
+    assertThat(sum.json()).containsEntry("restarts", 1L).containsKey("processes");
+  }
+}
