@@ -140,6 +140,12 @@ def test_checkpoint_is_written_atomically(trainer, tmp_path):
     assert version == 0 and all(torch.equal(state[k], v) for k, v in policy.state_dict_cpu(model).items())
 
 
+def test_process_id_is_this_process(worker, trainer):
+    # what the Java driver tells a restarted actor by: a new process answers with a new id
+    assert call(worker.process_id) == os.getpid()
+    assert call(trainer.process_id) == os.getpid()
+
+
 def test_remote_classes_exist():
     assert actors.GenerationWorker.__ray_metadata__.modified_class.__name__ == "GenerationWorkerImpl"
     assert actors.PolicyTrainer.__ray_metadata__.modified_class.__name__ == "PolicyTrainerImpl"

@@ -36,9 +36,6 @@ final class RunCommand implements Callable<Integer> {
           + " config must be the run's (grpo.steps, cluster.* and telemetry.* may change).")
   String resume;
 
-  /** How long a SIGINT or SIGTERM waits for the step in progress, the flush and the head's stop. */
-  static final long INTERRUPT_GRACE_SECONDS = 60;
-
   @Override
   public Integer call() {
     List<String> overrides = new java.util.ArrayList<>(args.overrides);
@@ -73,26 +70,20 @@ final class RunCommand implements Callable<Integer> {
     String status = "failed";
     Map<String, Object> extra = new LinkedHashMap<>();
     FaultStats faults = FaultStats.NONE;
-    java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.atomic.AtomicReference<GrpoRun> current = new java.util.concurrent.atomic.AtomicReference<>();
     // SIGINT/SIGTERM: the run stops after the step in progress, then flushes its spans, stops its head and
-    // writes run.json (status interrupted) before the JVM exits
-    Thread onSignal = new Thread(() -> {
-      GrpoRun r = current.get();
-      if (r != null) {
-        r.requestStop();
-      }
-      try {
-        ended.await(INTERRUPT_GRACE_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }, "ravel-interrupt");
-    Runtime.getRuntime().addShutdownHook(onSignal);
+    // writes run.json (status interrupted); a second signal ends the process at once. Installed once Ray is
+    // up (Ray's native runtime handles these signals itself otherwise, exiting at once); before that, the
+    // JVM's default applies and the head's supervisor stops the head.
+    java.util.concurrent.atomic.AtomicReference<GrpoRun> current = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicReference<String> signalled = new java.util.concurrent.atomic.AtomicReference<>();
     String finalSha = null;
     try (DriverSession session = b.start()) {
       GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()), from);
       current.set(run);
+      Signals.onInterrupt(name -> {
+        signalled.set(name);
+        current.get().requestStop();
+      });
       try {
         steps = JobContext.runInJobSpan(session.spans(), System.getenv(), run::run); // rl.job.run when submitted
         status = "succeeded";
@@ -125,18 +116,11 @@ final class RunCommand implements Callable<Integer> {
         RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
             steps, config.resolved(), extra);
       }
-    } finally {
-      ended.countDown();
-      try {
-        Runtime.getRuntime().removeShutdownHook(onSignal);
-      } catch (IllegalStateException shuttingDown) {
-        // a signal is being handled: the hook is running and waits for nothing more
-      }
     }
     if (status.equals("interrupted")) {
-      System.out.printf("run %s interrupted after %d steps; go on with: ravel run %s --resume %s%n", runId,
-          (from == null ? 0 : from.completedSteps()) + steps.size(), args.configFile, runId);
-      return ExitCodes.INTERRUPTED;
+      System.out.printf("%nrun %s interrupted (SIG%s) after %d steps; go on with: ravel run %s --resume %s%n", runId,
+          signalled.get(), (from == null ? 0 : from.completedSteps()) + steps.size(), args.configFile, runId);
+      return Signals.exitCode(signalled.get());
     }
     double seconds = steps.stream().mapToDouble(StepMetrics::stepSeconds).sum();
     System.out.printf("run %s %s: %d steps in %.1fs, %s%n", runId, status, steps.size(), seconds,

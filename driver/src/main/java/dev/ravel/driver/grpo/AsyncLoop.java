@@ -127,13 +127,18 @@ final class AsyncLoop {
     }
   }
 
-  /** Pauses the collector (the refit bubble), updates the workers and publishes the new version. */
+  /**
+   * The refit bubble: pauses the collector, updates the workers (each call ends when its engine serves the
+   * new version) and publishes the new version, which resumes the collector; the bubble's span covers all of
+   * it, from the pause until generation resumes.
+   */
   private int refit(TrainOutcome update) {
-    steps.spans().call(Phase.REFIT_BUBBLE, x -> actors.collector.call(TrajectoryCollector::pause, PAUSE_TIMEOUT_MS)
-        .get());
-    int calls = 1 + actors.refit(update);
-    actors.collector.call(TrajectoryCollector::publish, update.version(), actors.servedWeights()).get();
-    return calls + 1;
+    return steps.spans().call(Phase.REFIT_BUBBLE, x -> {
+      actors.collector.call(TrajectoryCollector::pause, PAUSE_TIMEOUT_MS).get();
+      int calls = 1 + actors.refit(update);
+      actors.collector.call(TrajectoryCollector::publish, update.version(), actors.servedWeights()).get();
+      return calls + 1;
+    });
   }
 
   private record Gathered(List<Rollout> rollouts, int droppedTrajectories, long calls) {}

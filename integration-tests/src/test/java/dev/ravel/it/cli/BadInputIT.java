@@ -128,6 +128,8 @@ final class BadInputIT {
         bad("trainer.runtime", "run", c, "trainer.runtime=python"),
         bad("cluster.worker_heap_mb", "run", c, "cluster.worker_heap_mb=10"),
         bad("cluster.num_cpus", "run", c, "cluster.num_cpus=-1"),
+        bad("cluster.max_restarts", "run", c, "cluster.max_restarts=-1"),
+        bad("--resume", "run", c, "--resume", "no-such-run"),
         bad("telemetry.exporter", "run", c, "telemetry.exporter=kafka"),
         bad("telemetry.preset", "run", c, "telemetry.preset=everything"),
         bad("telemetry.engine_sample_ratio", "run", c, "telemetry.engine_sample_ratio=2"),

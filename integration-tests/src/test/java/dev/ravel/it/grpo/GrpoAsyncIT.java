@@ -19,6 +19,7 @@ final class GrpoAsyncIT {
   static final int STEPS = 4;
   static final int PROMPTS = 3;
   static final int GROUP = 4;
+  static final int WORKERS = 2;
 
   @TempDir
   static Path runs;
@@ -29,7 +30,7 @@ final class GrpoAsyncIT {
   @BeforeAll
   static void run() {
     run = GrpoRuns.run(runs, "it-async", "run.mode=async", "grpo.steps=" + STEPS, "grpo.prompts_per_step=" + PROMPTS,
-        "grpo.group_size=" + GROUP, "generation.workers=2", "grpo.max_trajectory_age_steps=1",
+        "grpo.group_size=" + GROUP, "generation.workers=" + WORKERS, "grpo.max_trajectory_age_steps=1",
         "telemetry.preset=per_step", "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=1.0");
     quality = TraceQuality.of(run.traces().spans());
     byId = run.traces().spans().stream().collect(Collectors.toMap(SpanRecord::spanId, s -> s, (a, b) -> a));
@@ -119,10 +120,34 @@ final class GrpoAsyncIT {
       long stepNo = (Long) step.attributes().get("rl.step");
       if (stepNo < STEPS) {
         assertThat(names).contains("rl.grpo.refit", "rl.idle.refit_bubble", "rl.collector.publish");
+        // the bubble lasts from the pause until the collector is resumed with the new version: the workers'
+        // weight updates (each ending when its engine serves the version, which it reports) and the publish
+        // are inside it
+        SpanRecord bubble = trace.stream().filter(x -> x.name().equals("rl.idle.refit_bubble")).findFirst().orElseThrow();
+        List<SpanRecord> updates = trace.stream().filter(x -> x.name().equals("rl.worker.update_weights")).toList();
+        assertThat(updates).hasSize(WORKERS).allSatisfy(u -> {
+          assertThat(ancestors(u)).contains(bubble.spanId());
+          assertThat(u.attributes().get("rl.weight_version")).isEqualTo(stepNo);
+          assertThat(u.endNanos()).isLessThanOrEqualTo(bubble.endNanos());
+        });
+        SpanRecord publish = trace.stream().filter(x -> x.name().equals("rl.collector.publish")
+            && ancestors(x).contains(bubble.spanId())).findFirst().orElseThrow();
+        assertThat(publish.startNanos()).isGreaterThanOrEqualTo(updates.stream().mapToLong(SpanRecord::endNanos).max()
+            .orElseThrow());
       } else {
         assertThat(names).doesNotContain("rl.idle.refit_bubble");
       }
     }
+  }
+
+  private static List<String> ancestors(SpanRecord s) {
+    List<String> out = new java.util.ArrayList<>();
+    SpanRecord cur = s;
+    while (!cur.isRoot() && byId.get(cur.parentSpanId()) != null) {
+      cur = byId.get(cur.parentSpanId());
+      out.add(cur.spanId());
+    }
+    return out;
   }
 
   private static SpanRecord root(SpanRecord s) {

@@ -42,6 +42,9 @@ final class BatchScheduler {
   private final TokenSampler tokenSampler = new TokenSampler();
 
   private volatile LanguageModel latestModel;
+  /** The version of the model the scheduler steps with, guarded by itself for {@link #awaitServed}. */
+  private final Object servedLock = new Object();
+  private long servedVersion;
 
   // scheduler thread only
   private LanguageModel model;
@@ -62,6 +65,7 @@ final class BatchScheduler {
     this.maxRunning = config.maxRunningRequests();
     this.model = model;
     this.latestModel = model;
+    this.servedVersion = model.version();
     this.telemetry = telemetry;
     this.clock = clock;
   }
@@ -69,6 +73,38 @@ final class BatchScheduler {
   /** Serves the next steps with {@code next} (any thread; the caller has checked its vocabulary). */
   void updateModel(LanguageModel next) {
     latestModel = next;
+  }
+
+  /** Whether a model offered by {@link #updateModel} is not yet the one the scheduler steps with. */
+  boolean updatePending() {
+    return latestModel != model;
+  }
+
+  /** The version of the model the scheduler steps with (any thread). */
+  long servedVersion() {
+    synchronized (servedLock) {
+      return servedVersion;
+    }
+  }
+
+  /**
+   * Waits until the scheduler steps with version {@code version} or a newer one; returns the version served.
+   *
+   * @throws IllegalStateException when it does not within {@code timeoutMs}
+   */
+  long awaitServed(long version, long timeoutMs) throws InterruptedException {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    synchronized (servedLock) {
+      while (servedVersion < version) {
+        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        if (left <= 0) {
+          throw new IllegalStateException("the engine did not switch to weight version " + version + " within "
+              + timeoutMs + " ms (it serves " + servedVersion + ")");
+        }
+        servedLock.wait(left);
+      }
+      return servedVersion;
+    }
   }
 
   /** Whether nothing waits or runs. */
@@ -189,6 +225,10 @@ final class BatchScheduler {
       return;
     }
     model = next;
+    synchronized (servedLock) {
+      servedVersion = next.version();
+      servedLock.notifyAll();
+    }
     long now = clock.getAsLong();
     for (Iterator<Sequence> it = running.iterator(); it.hasNext(); ) {
       Sequence s = it.next();

@@ -157,6 +157,31 @@ public final class EmbeddedEngine implements AutoCloseable {
     }
     checkVocabulary(config, next);
     scheduler.updateModel(next);
+    loop.modelOffered();
+  }
+
+  /** How long {@link #updateModelAndWait} waits for the scheduler to switch. */
+  static final long SWITCH_TIMEOUT_MS = 60_000L;
+
+  /**
+   * Offers {@code next} and returns once the scheduler steps with it (after the iteration in progress, or at
+   * once when idle): the version the engine itself reports serving, not the one the caller asked for.
+   *
+   * @throws IllegalStateException when the engine does not switch within a minute, or has stopped
+   */
+  public long updateModelAndWait(LanguageModel next) {
+    updateModel(next);
+    try {
+      return scheduler.awaitServed(next.version(), SWITCH_TIMEOUT_MS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while the engine switched to version " + next.version(), e);
+    }
+  }
+
+  /** The version of the weights the engine generates with now. */
+  public long servedVersion() {
+    return scheduler.servedVersion();
   }
 
   /** The engine's counters and current load. */

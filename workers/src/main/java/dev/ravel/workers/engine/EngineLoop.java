@@ -99,6 +99,16 @@ final class EngineLoop {
     }
   }
 
+  /** Wakes an idle loop so that it switches to a newly offered model at once. */
+  void modelOffered() {
+    lock.lock();
+    try {
+      wake.signal();
+    } finally {
+      lock.unlock();
+    }
+  }
+
   boolean isAlive() {
     return thread.isAlive();
   }
@@ -110,7 +120,7 @@ final class EngineLoop {
       while (true) {
         lock.lock();
         try {
-          while (!closed && inbox.isEmpty() && scheduler.idle()) {
+          while (!closed && inbox.isEmpty() && scheduler.idle() && !scheduler.updatePending()) {
             wake.await();
           }
           if (closed) {

@@ -35,8 +35,8 @@ final class EmbeddedBackend implements GenerationBackend {
   }
 
   @Override
-  public void updateWeights(ModelWeights weights) {
-    engine.updateModel(TinyLm.of(weights));
+  public long updateWeights(ModelWeights weights) {
+    return engine.updateModelAndWait(TinyLm.of(weights));
   }
 
   @Override

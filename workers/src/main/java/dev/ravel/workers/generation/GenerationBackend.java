@@ -19,8 +19,11 @@ public interface GenerationBackend extends AutoCloseable {
   /** Generates one request; safe to call from many threads at once. */
   GenerationResult generate(GenerationRequest request);
 
-  /** Serves later requests with {@code weights}; returns once the engine serves that version. */
-  void updateWeights(ModelWeights weights);
+  /**
+   * Serves later requests with {@code weights}; returns once the engine serves that version, with the version
+   * the engine (or every server) confirmed.
+   */
+  long updateWeights(ModelWeights weights);
 
   /** The engine's counters. */
   EngineStats stats();

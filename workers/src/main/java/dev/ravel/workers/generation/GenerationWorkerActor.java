@@ -67,8 +67,11 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
       throw new IllegalArgumentException("weights: expected Java model weights, got "
           + (value == null ? "null" : value.getClass().getName()) + " (a Python trainer's weights need Python workers)");
     }
-    backend.updateWeights(w);
-    return w.version();
+    long served = backend.updateWeights(w);
+    // the worker's span says which version the engine confirmed serving when the call ended
+    io.opentelemetry.api.trace.Span.current().setAttribute(dev.ravel.telemetry.spans.RavelAttributes.WEIGHT_VERSION,
+        served);
+    return served;
   }
 
   @Override

@@ -125,6 +125,45 @@ final class EngineLifecycleTest {
   }
 
   @Test
+  void updateModelAndWait_idleEngine_switchesAtOnceAndReportsTheVersionItServes() {
+    EmbeddedEngine engine = engine(config().build(), FakeModel.of(1), OpenTelemetry.noop());
+    try {
+      assertThat(engine.servedVersion()).isEqualTo(1);
+      // no request is waiting: the scheduler is woken to switch, not left on version 1 until the next batch
+      assertThat(engine.updateModelAndWait(FakeModel.of(3))).isEqualTo(3);
+      assertThat(engine.servedVersion()).isEqualTo(3);
+      assertThat(engine.submit(request("after", 4, 3, 9)).join().weightVersion()).isEqualTo(3);
+    } finally {
+      engine.close();
+    }
+  }
+
+  @Test
+  void updateModelAndWait_midGeneration_returnsOnceTheRunningBatchStepsWithTheNewVersion() throws Exception {
+    CountDownLatch generating = new CountDownLatch(1);
+    FakeModel v1 = FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
+      generating.countDown();
+      try {
+        Thread.sleep(2); // 400 tokens take most of a second: the switch lands mid-batch
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    EmbeddedEngine engine = engine(config().build(), v1, OpenTelemetry.noop());
+    try {
+      CompletableFuture<List<GenerationResult>> running = CompletableFuture.supplyAsync(
+          () -> engine.generate(batch("m", 4, 400)));
+      assertThat(generating.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      assertThat(engine.updateModelAndWait(FakeModel.of(2).eosLogit(FakeModel.NEVER))).isEqualTo(2);
+      assertThat(engine.servedVersion()).isEqualTo(2);
+      assertThat(running.get(60, java.util.concurrent.TimeUnit.SECONDS))
+          .allSatisfy(r -> assertThat(r.weightVersion()).isEqualTo(2));
+    } finally {
+      engine.close();
+    }
+  }
+
+  @Test
   void close_withRunningAndWaitingRequests_abortsThemAndStopsTheThread() throws Exception {
     EmbeddedEngine engine = engine(config().maxRunningRequests(2).build(),
         FakeModel.of(1).eosLogit(FakeModel.NEVER).delayed(500_000), OpenTelemetry.noop());

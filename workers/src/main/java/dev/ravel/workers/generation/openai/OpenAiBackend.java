@@ -282,12 +282,12 @@ public final class OpenAiBackend implements GenerationBackend {
    * @throws IllegalStateException with the server's URL and message when a server refuses
    */
   @Override
-  public synchronized void updateWeights(ModelWeights weights) {
+  public synchronized long updateWeights(ModelWeights weights) {
     scrapeAll(true); // a step's engine metrics: what the servers did since the last weights
     long version = weights.version();
     if (!spec.refit()) {
       served = new Served(served.model(), version);
-      return;
+      return version; // the servers keep their weights: only the label changes
     }
     String name = adapterName(version);
     Path file = WeightsFile.write(weightsDir.resolve("weights-v" + version + ".bin"), weights);
@@ -328,6 +328,7 @@ public final class OpenAiBackend implements GenerationBackend {
       }
       deleteQuietly(weightsDir.resolve("weights-v" + old + ".bin"));
     }
+    return version; // every server lists the adapter of this version in /v1/models (checked above)
   }
 
   private String adapterName(long version) {
