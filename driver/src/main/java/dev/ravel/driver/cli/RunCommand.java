@@ -70,6 +70,8 @@ final class RunCommand implements Callable<Integer> {
     String status = "failed";
     Map<String, Object> extra = new LinkedHashMap<>();
     FaultStats faults = FaultStats.NONE;
+    dev.ravel.telemetry.sdk.ExportStats spans = null;
+    int unreported = 0;
     // SIGINT/SIGTERM: the run stops after the step in progress, then flushes its spans, stops its head and
     // writes run.json (status interrupted); a second signal ends the process at once. Installed once Ray is
     // up (Ray's native runtime handles these signals itself otherwise, exiting at once); before that, the
@@ -109,9 +111,20 @@ final class RunCommand implements Callable<Integer> {
           extra.put("resumed_after_step", from.completedSteps());
         }
         session.close();
-        extra.put("telemetry", Map.of("exporter", config.telemetry().exporter().configName(),
-            "preset", config.telemetry().preset().configName(), "driver", session.telemetry().stats().toString(),
-            "actors", stringify(session.actorStats())));
+        spans = session.spanTotals();
+        unreported = session.unreportedActors().size();
+        Map<String, Object> tel = new LinkedHashMap<>();
+        tel.put("exporter", config.telemetry().exporter().configName());
+        tel.put("preset", config.telemetry().preset().configName());
+        // every process's spans: for each exporter, ended = exported + failed + dropped (what was not sent by
+        // the shutdown deadline counted as dropped); an actor that did not report is named, its spans uncounted
+        tel.put("spans", spans.json());
+        tel.put("unreported_actors", session.unreportedActors());
+        Map<String, Object> processes = new LinkedHashMap<>();
+        processes.put("driver", session.telemetry().stats().json());
+        session.actorStats().forEach((k, v) -> processes.put(k, v.json()));
+        tel.put("processes", processes);
+        extra.put("telemetry", tel);
         extra.put("versions", RunVersions.of(RayHome.locate(System.getenv()).ravelHome()));
         RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
             steps, config.resolved(), extra);
@@ -128,6 +141,10 @@ final class RunCommand implements Callable<Integer> {
     if (faults.failedCalls() > 0) {
       System.out.printf("faults: %d restart(s), %d call(s) failed, %d issued again (%d generation requests)%n",
           faults.restarts(), faults.failedCalls(), faults.retriedCalls(), faults.retriedRequests());
+    }
+    if (spans != null && config.telemetry().enabled()) {
+      System.out.println("spans: " + spans.summary() + (unreported == 0 ? ""
+          : " (" + unreported + " actor(s) did not report: their spans are not counted)"));
     }
     System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ", ravel report "
         + runId + ")");

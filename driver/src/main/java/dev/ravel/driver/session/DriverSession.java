@@ -58,6 +58,7 @@ public final class DriverSession implements AutoCloseable {
   private final String address;
   private final List<RavelActorHandle<? extends RavelRole>> actors = new ArrayList<>();
   private final Map<String, ExportStats> actorStats = new LinkedHashMap<>();
+  private final List<String> unreported = new ArrayList<>();
   private boolean closed;
 
   private DriverSession(Builder b) {
@@ -182,14 +183,35 @@ public final class DriverSession implements AutoCloseable {
     return java.util.Optional.ofNullable(head);
   }
 
-  /** Span counts reported by each actor when the session closed, keyed by actor. */
+  /**
+   * Span counts reported by each actor when the session closed, keyed by actor: what an actor could not
+   * export by the shutdown deadline counted as dropped.
+   */
   public Map<String, ExportStats> actorStats() {
     return actorStats;
   }
 
+  /** Actors that did not report their span counts when the session closed (their spans are in no count). */
+  public List<String> unreportedActors() {
+    return List.copyOf(unreported);
+  }
+
   /**
-   * Flushes every actor's spans (bounded) and reports their counts, flushes the driver's, disconnects
-   * from Ray and stops the head this session started. Never throws.
+   * The run's span counts once the session closed: the driver's and every reporting actor's, exporter by
+   * exporter, each adding up ({@code ended = exported + failed + dropped}).
+   */
+  public ExportStats spanTotals() {
+    ExportStats sum = telemetry.stats();
+    for (ExportStats s : actorStats.values()) {
+      sum = sum.plus(s);
+    }
+    return sum;
+  }
+
+  /**
+   * Flushes every actor's spans and the driver's at once, under one deadline (the telemetry's shutdown
+   * timeout, for all of them together), records their counts (what was not exported by then counted as
+   * dropped), disconnects from Ray and stops the head this session started. Never throws.
    */
   @Override
   public void close() {
@@ -198,6 +220,10 @@ public final class DriverSession implements AutoCloseable {
     }
     closed = true;
     long timeout = config.shutdownTimeout().toMillis();
+    long deadline = System.nanoTime() + timeout * 1_000_000L;
+    // the driver's own spans flush meanwhile, not after the actors'
+    java.util.concurrent.CompletableFuture<Boolean> driverFlush = java.util.concurrent.CompletableFuture.supplyAsync(
+        () -> telemetry.flush(java.time.Duration.ofMillis(timeout)));
     List<RavelRef<ExportStats>> refs = new ArrayList<>();
     for (RavelActorHandle<? extends RavelRole> a : actors) {
       try {
@@ -209,19 +235,29 @@ public final class DriverSession implements AutoCloseable {
     }
     for (int i = 0; i < refs.size(); i++) {
       if (refs.get(i) == null) {
+        unreported.add(actors.get(i).toString());
         continue;
       }
       try {
-        ExportStats s = refs.get(i).get(timeout + 5000);
+        // an actor flushes for at most the timeout; the reply gets a moment beyond the common deadline
+        long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L) + REPLY_GRACE_MS;
+        ExportStats s = refs.get(i).get(left).closed(); // its process ends with the run: the rest is lost
         actorStats.put(actors.get(i).toString(), s);
-        if (s.failed() > 0 || s.dropped() > 0) {
+        if (s.exporters().values().stream().anyMatch(e -> e.failed() > 0 || e.dropped() > 0)) {
           LOG.warn("actor {} telemetry: {}", actors.get(i), s);
         }
       } catch (RuntimeException e) {
+        unreported.add(actors.get(i).toString());
         LOG.warn("actor {} did not report its telemetry: {}", actors.get(i), e.toString());
       }
     }
-    telemetry.close();
+    try {
+      driverFlush.get(Math.max(1, (deadline - System.nanoTime()) / 1_000_000L) + REPLY_GRACE_MS,
+          java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (Exception e) {
+      LOG.debug("the driver's flush did not end by the deadline: {}", e.toString());
+    }
+    telemetry.close(java.time.Duration.ofMillis(Math.max(1, (deadline - System.nanoTime()) / 1_000_000L)));
     try {
       Ray.shutdown();
     } catch (RuntimeException e) {
@@ -242,6 +278,9 @@ public final class DriverSession implements AutoCloseable {
       }
     }
   }
+
+  /** How long past the common flush deadline an actor's reply is waited for. */
+  private static final long REPLY_GRACE_MS = 2_000L;
 
   @SuppressWarnings("unchecked")
   private static RavelRef<ExportStats> flushCall(RavelActorHandle<? extends RavelRole> a, long timeout) {

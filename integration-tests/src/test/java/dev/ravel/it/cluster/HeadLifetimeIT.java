@@ -74,7 +74,7 @@ final class HeadLifetimeIT {
         // the completed steps' spans were flushed: every step in run.json has its root span in the driver's file
         dev.ravel.telemetry.traces.RunTraces traces = dev.ravel.telemetry.traces.RunTraces.readDir(runDirs.get(0));
         assertThat(traces.named("rl.grpo.step")).hasSizeGreaterThanOrEqualTo(steps);
-        assertThat(Files.readString(run.out())).contains("interrupted after " + steps + " steps; go on with:");
+        assertThat(Files.readString(run.out())).contains("interrupted (SIG" + signal + ") after " + steps + " steps; go on with:");
         assertThat(run.process.exitValue()).isEqualTo(signal.equals("TERM") ? 143 : 130);
       }
     } finally {
@@ -130,7 +130,10 @@ final class HeadLifetimeIT {
 
   private Running start(Map<String, String> env) throws IOException {
     Path out = Files.createTempFile(tmp, "driver", ".out");
-    ProcessBuilder pb = new ProcessBuilder(home().resolve("bin/ravel").toString(), "run",
+    // SIGINT back to its default first: a test run in the background (CI, nohup) inherits it ignored, and a
+    // process started with SIGINT ignored rightly ignores it (perl resets it and execs: the PID stays the driver's)
+    ProcessBuilder pb = new ProcessBuilder("perl", "-e", "$SIG{INT} = 'DEFAULT'; exec @ARGV or die $!",
+        home().resolve("bin/ravel").toString(), "run",
         home().resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=20000",
         "telemetry.runs_dir=" + tmp.resolve("runs")).redirectErrorStream(true).redirectOutput(out.toFile());
     pb.environment().clear();

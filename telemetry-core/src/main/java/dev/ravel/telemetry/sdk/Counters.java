@@ -15,7 +15,10 @@ import io.opentelemetry.sdk.trace.ReadableSpan;
 import io.opentelemetry.sdk.trace.SpanProcessor;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.export.SpanExporter;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
 import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,12 +28,38 @@ final class Counters {
   private static final Logger LOG = LoggerFactory.getLogger(Counters.class);
 
   final AtomicLong ended = new AtomicLong();
-  final AtomicLong exported = new AtomicLong();
-  final AtomicLong failed = new AtomicLong();
-  final DropReader drops = new DropReader();
+  /** Each exporter's counters, in the order they were set up. */
+  private final Map<String, Exporter> exporters = new LinkedHashMap<>();
+
+  /** One exporter's counters: exported and failed by its counting wrapper, dropped by its own queue. */
+  static final class Exporter {
+    final AtomicLong exported = new AtomicLong();
+    final AtomicLong failed = new AtomicLong();
+    final DropReader drops = new DropReader();
+    /** Where the exporter's batch processor reports its drops. */
+    final SdkMeterProvider selfMeters = SdkMeterProvider.builder().registerMetricReader(drops).build();
+  }
 
   ExportStats snapshot() {
-    return new ExportStats(ended.get(), exported.get(), failed.get(), drops.dropped());
+    Map<String, ExportStats.Sent> m = new LinkedHashMap<>();
+    synchronized (exporters) {
+      exporters.forEach((k, e) -> m.put(k, new ExportStats.Sent(e.exported.get(), e.failed.get(), e.drops.dropped())));
+    }
+    return new ExportStats(ended.get(), m);
+  }
+
+  /** The counters of exporter {@code name}, created on first use. */
+  Exporter exporter(String name) {
+    synchronized (exporters) {
+      return exporters.computeIfAbsent(name, k -> new Exporter());
+    }
+  }
+
+  /** Shuts every exporter's self-telemetry down. */
+  void close() {
+    synchronized (exporters) {
+      exporters.values().forEach(e -> e.selfMeters.shutdown());
+    }
   }
 
   /** Counts sampled spans as they end, in front of the batch processor. */
@@ -58,8 +87,12 @@ final class Counters {
     };
   }
 
-  /** Wraps an exporter to count what it exported and what failed; failures are logged with the destination. */
-  SpanExporter counting(SpanExporter delegate, String destination) {
+  /**
+   * Wraps exporter {@code name} to count what it exported and what failed; failures are logged with the
+   * destination.
+   */
+  SpanExporter counting(String name, SpanExporter delegate, String destination) {
+    Exporter counts = exporter(name);
     return new SpanExporter() {
       @Override
       public CompletableResultCode export(Collection<SpanData> spans) {
@@ -68,15 +101,15 @@ final class Counters {
         try {
           r = delegate.export(spans);
         } catch (RuntimeException e) {
-          failed.addAndGet(n);
+          counts.failed.addAndGet(n);
           LOG.warn("span export to {} failed: {}", destination, e.toString());
           return CompletableResultCode.ofFailure();
         }
         r.whenComplete(() -> {
           if (r.isSuccess()) {
-            exported.addAndGet(n);
+            counts.exported.addAndGet(n);
           } else {
-            long total = failed.addAndGet(n);
+            long total = counts.failed.addAndGet(n);
             LOG.warn("span export to {} failed for {} span(s) ({} failed so far)", destination, n, total);
           }
         });

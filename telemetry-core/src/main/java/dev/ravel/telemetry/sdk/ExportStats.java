@@ -1,46 +1,137 @@
 package dev.ravel.telemetry.sdk;
 
-/**
- * Counts of one process's spans: ended (sampled), exported, failed to export, and dropped because the
- * export queue was full. Immutable snapshot.
- */
-public final class ExportStats implements java.io.Serializable {
-  private static final long serialVersionUID = 1L;
-  private final long ended;
-  private final long exported;
-  private final long failed;
-  private final long dropped;
+import java.io.Serializable;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
 
+/**
+ * Counts of one process's spans (or of several processes', {@link #plus}): how many ended (sampled), and for
+ * each exporter ({@code file}, {@code otlp}: each has its own export queue, so a slow backend holds back no
+ * other) how many it exported, how many failed to export, and how many it dropped (its queue was full, or
+ * still held them when the process's telemetry had to stop). Once nothing is pending, for each exporter
+ * {@code ended = exported + failed + dropped}. Immutable.
+ */
+public final class ExportStats implements Serializable {
+  private static final long serialVersionUID = 2L;
+  /** The name of the counts of a process that does not tell its exporters apart (a Python worker). */
+  public static final String ALL_EXPORTERS = "all";
+
+  private final long ended;
+  private final Map<String, Sent> exporters;
+
+  /** What one exporter did with the spans that ended. */
+  public record Sent(long exported, long failed, long dropped) implements Serializable {
+    public Sent plus(Sent other) {
+      return new Sent(exported + other.exported, failed + other.failed, dropped + other.dropped);
+    }
+  }
+
+  /** Counts of a process with one exporter (or that does not tell its exporters apart). */
   public ExportStats(long ended, long exported, long failed, long dropped) {
+    this(ended, Map.of(ALL_EXPORTERS, new Sent(exported, failed, dropped)));
+  }
+
+  /** Counts of a process with an entry per exporter, in the order they were set up. */
+  public ExportStats(long ended, Map<String, Sent> exporters) {
     this.ended = ended;
-    this.exported = exported;
-    this.failed = failed;
-    this.dropped = dropped;
+    this.exporters = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(exporters, "exporters")));
   }
 
   public long ended() {
     return ended;
   }
 
+  /** Spans exported by the first exporter (the file, when the run writes files); see {@link #exporters()}. */
   public long exported() {
-    return exported;
+    return first().exported();
   }
 
+  /** Spans the first exporter failed to export; see {@link #exporters()}. */
   public long failed() {
-    return failed;
+    return first().failed();
   }
 
+  /** Spans the first exporter dropped; see {@link #exporters()}. */
   public long dropped() {
-    return dropped;
+    return first().dropped();
   }
 
-  /** Spans ended but neither exported, failed nor dropped yet (queued or in flight). */
+  private Sent first() {
+    return exporters.values().stream().findFirst().orElse(new Sent(0, 0, 0));
+  }
+
+  /** Each exporter's counts, by name ({@code file}, {@code otlp}); empty when spans go nowhere. */
+  public Map<String, Sent> exporters() {
+    return exporters;
+  }
+
+  /** The most spans any exporter has still to export, fail or drop (queued, or in flight). */
   public long pending() {
-    return Math.max(0, ended - exported - failed - dropped);
+    return exporters.values().stream().mapToLong(this::pending).max().orElse(0);
+  }
+
+  private long pending(Sent s) {
+    return Math.max(0, ended - s.exported() - s.failed() - s.dropped());
+  }
+
+  /**
+   * These counts once the process's telemetry stopped: what each exporter still held can no longer be sent
+   * and is counted as dropped, so that for each exporter {@code ended = exported + failed + dropped}.
+   */
+  public ExportStats closed() {
+    Map<String, Sent> m = new LinkedHashMap<>();
+    exporters.forEach((k, v) -> m.put(k, new Sent(v.exported(), v.failed(), v.dropped() + pending(v))));
+    return new ExportStats(ended, m);
+  }
+
+  /** Both counts together, exporter by exporter (the processes of a run). */
+  public ExportStats plus(ExportStats other) {
+    Map<String, Sent> sum = new LinkedHashMap<>(exporters);
+    other.exporters.forEach((k, v) -> sum.merge(k, v, Sent::plus));
+    return new ExportStats(ended + other.ended, sum);
+  }
+
+  /** Whether, for each exporter, {@code ended = exported + failed + dropped}. */
+  public boolean addsUp() {
+    return exporters.values().stream().allMatch(s -> pending(s) == 0 && s.exported() + s.failed() + s.dropped() == ended);
+  }
+
+  /** As run.json has it: ended, and each exporter's exported, failed and dropped. */
+  public Map<String, Object> json() {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("ended", ended);
+    Map<String, Object> ex = new LinkedHashMap<>();
+    exporters.forEach((k, v) -> {
+      Map<String, Object> e = new LinkedHashMap<>();
+      e.put("exported", v.exported());
+      e.put("failed", v.failed());
+      e.put("dropped", v.dropped());
+      ex.put(k, e);
+    });
+    m.put("exporters", ex);
+    return m;
+  }
+
+  /** {@code 120 ended = 100 exported + 0 failed + 20 dropped (file)}, one clause per exporter. */
+  public String summary() {
+    StringBuilder sb = new StringBuilder();
+    exporters.forEach((k, v) -> {
+      if (sb.length() > 0) {
+        sb.append("; ");
+      }
+      sb.append(ended).append(" ended = ").append(v.exported()).append(" exported + ").append(v.failed())
+          .append(" failed + ").append(v.dropped()).append(" dropped (").append(k).append(')');
+    });
+    return sb.length() == 0 ? ended + " ended, exported nowhere" : sb.toString();
   }
 
   @Override
   public String toString() {
-    return "spans ended=" + ended + " exported=" + exported + " failed=" + failed + " dropped=" + dropped;
+    StringBuilder sb = new StringBuilder("spans ended=" + ended);
+    exporters.forEach((k, v) -> sb.append(' ').append(k).append("{exported=").append(v.exported())
+        .append(" failed=").append(v.failed()).append(" dropped=").append(v.dropped()).append('}'));
+    return sb.toString();
   }
 }

@@ -57,7 +57,12 @@ public final class ProcessTelemetry implements AutoCloseable {
   private final Spans spans;
   private final Counters counters;
   private final Path spanFile;
-  private final SdkMeterProvider selfMeters;
+  /** The counts when the telemetry closed: what was still queued counted as dropped. */
+  private volatile ExportStats closedStats;
+  /** The name of the file exporter's counts in {@link ExportStats#exporters()}. */
+  public static final String FILE_EXPORTER = "file";
+  /** The name of the OTLP exporter's counts in {@link ExportStats#exporters()}. */
+  public static final String OTLP_EXPORTER = "otlp";
   private final SdkMeterProvider meters;
   private volatile boolean closed;
 
@@ -75,18 +80,18 @@ public final class ProcessTelemetry implements AutoCloseable {
         .putAll(b.resource.build())
         .build()));
 
-    List<SpanExporter> exporters = new ArrayList<>();
+    // an export queue per exporter: a backend that is down or slow holds back no other exporter
+    java.util.Map<String, SpanExporter> exporters = new java.util.LinkedHashMap<>();
     Path file = null;
     if (config.exporter().writesFiles()) {
       file = config.runDir().resolve("traces-" + role + "-" + ProcessHandle.current().pid() + ".jsonl");
-      exporters.add(counters.counting(Exporters.jsonLines(file), "file " + file));
+      exporters.put(FILE_EXPORTER, counters.counting(FILE_EXPORTER, Exporters.jsonLines(file), "file " + file));
     }
     if (config.exporter().usesOtlp()) {
       OtlpSettings otlp = Objects.requireNonNull(b.otlp, "OTLP settings are required for exporter " + config.exporter());
-      exporters.add(counters.counting(Exporters.otlp(otlp), "OTLP " + otlp.endpoint()));
+      exporters.put(OTLP_EXPORTER, counters.counting(OTLP_EXPORTER, Exporters.otlp(otlp), "OTLP " + otlp.endpoint()));
     }
     this.spanFile = file;
-    this.selfMeters = SdkMeterProvider.builder().registerMetricReader(counters.drops).build();
     io.opentelemetry.sdk.metrics.SdkMeterProviderBuilder mp = SdkMeterProvider.builder().setResource(resource);
     if (config.enabled() && config.exporter().writesFiles()) {
       Path metricsFile = config.runDir().resolve("metrics-" + role + "-" + ProcessHandle.current().pid() + ".jsonl");
@@ -102,15 +107,12 @@ public final class ProcessTelemetry implements AutoCloseable {
         .setSampler(Sampler.alwaysOn())
         .setSpanLimits(io.opentelemetry.sdk.trace.SpanLimits.builder().setMaxNumberOfLinks(MAX_LINKS).build());
     tp.addSpanProcessor(counters.endCounter());
-    if (!exporters.isEmpty()) {
-      SpanExporter exporter = exporters.size() == 1 ? exporters.get(0) : SpanExporter.composite(exporters);
-      tp.addSpanProcessor(BatchSpanProcessor.builder(exporter)
-          .setScheduleDelay(b.scheduleDelay)
-          .setMaxQueueSize(b.maxQueueSize)
-          .setMaxExportBatchSize(Math.min(512, b.maxQueueSize))
-          .setMeterProvider(selfMeters)
-          .build());
-    }
+    exporters.forEach((name, exporter) -> tp.addSpanProcessor(BatchSpanProcessor.builder(exporter)
+        .setScheduleDelay(b.scheduleDelay)
+        .setMaxQueueSize(b.maxQueueSize)
+        .setMaxExportBatchSize(Math.min(512, b.maxQueueSize))
+        .setMeterProvider(counters.exporter(name).selfMeters)
+        .build()));
     this.sdk = OpenTelemetrySdk.builder()
         .setTracerProvider(tp.build())
         .setMeterProvider(meters)
@@ -151,7 +153,8 @@ public final class ProcessTelemetry implements AutoCloseable {
 
   /** Current counts of this process's spans. */
   public ExportStats stats() {
-    return counters.snapshot();
+    ExportStats c = closedStats;
+    return c != null ? c : counters.snapshot();
   }
 
   /** Exports what is queued, waiting at most {@code timeout}; false if it did not finish in time. */
@@ -165,28 +168,51 @@ public final class ProcessTelemetry implements AutoCloseable {
   /** Flushes and shuts down, bounded by the configured shutdown timeout. Never throws. */
   @Override
   public void close() {
+    close(config.shutdownTimeout());
+  }
+
+  /**
+   * Flushes and shuts down within {@code timeout}; what could not be exported by then is counted as dropped
+   * ({@link ExportStats#closed}). Never throws.
+   */
+  public void close(Duration timeout) {
     if (closed) {
       return;
     }
     closed = true;
-    long budget = config.shutdownTimeout().toMillis();
+    long budget = Math.max(1, timeout.toMillis());
+    // the SDK's own shutdown can block past any bound (a periodic metric reader exports once more,
+    // synchronously, to a backend that may be down): it runs on a daemon thread that is waited for at most
+    // the budget, and what is not exported by then is counted as dropped
+    Thread t = new Thread(() -> shutdownSdk(budget), "ravel-telemetry-close-" + role);
+    t.setDaemon(true);
+    t.start();
+    try {
+      t.join(budget + 200);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    ExportStats s = counters.snapshot().closed();
+    closedStats = s;
+    if (t.isAlive() || s.exporters().values().stream().anyMatch(e -> e.failed() > 0 || e.dropped() > 0)) {
+      LOG.warn("telemetry of {} ({}) closed with {}{}", role, config.runId(), s,
+          t.isAlive() ? " (its exporters had not finished within " + budget + " ms)" : "");
+    }
+  }
+
+  private void shutdownSdk(long budget) {
     long start = System.nanoTime();
     try {
-      boolean flushed = flush(Duration.ofMillis(budget));
+      flush(Duration.ofMillis(budget));
       long left = Math.max(1, budget - (System.nanoTime() - start) / 1_000_000);
-      CompletableResultCode r = sdk.getSdkTracerProvider().shutdown();
-      r.join(left, TimeUnit.MILLISECONDS);
-      ExportStats s = stats();
-      if (!flushed || s.failed() > 0 || s.dropped() > 0) {
-        LOG.warn("telemetry of {} ({}) closed with {}{}", role, config.runId(), s,
-            flushed ? "" : " (flush did not finish within " + budget + " ms)");
-      }
+      sdk.getSdkTracerProvider().shutdown().join(left, TimeUnit.MILLISECONDS);
       meters.shutdown().join(Math.max(1, budget - (System.nanoTime() - start) / 1_000_000), TimeUnit.MILLISECONDS);
-      selfMeters.shutdown();
+      counters.close();
     } catch (RuntimeException e) {
       LOG.warn("telemetry shutdown of {} failed: {}", role, e.toString());
     }
   }
+
 
   /** Builds a {@link ProcessTelemetry}. */
   public static final class Builder {

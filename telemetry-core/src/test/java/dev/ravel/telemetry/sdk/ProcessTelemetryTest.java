@@ -288,6 +288,38 @@ final class ProcessTelemetryTest {
     assertThatThrownBy(() -> b.maxQueueSize(0)).isInstanceOf(IllegalArgumentException.class);
   }
 
+  // ---------------------------------------------------------------- each exporter counted on its own
+
+  @Test
+  void close_bothExportersWithTheBackendDown_theFileGetsEverySpanAndEachExporterAddsUp() throws Exception {
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = free.getLocalPort(); // closed again: nothing listens there
+    }
+    ProcessTelemetry t = ProcessTelemetry.builder(config(ExporterKind.BOTH).toBuilder()
+            .shutdownTimeout(java.time.Duration.ofSeconds(2)).build()).role("driver")
+        .otlp(dev.ravel.telemetry.otlp.OtlpSettings.resolve(Map.of("OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://127.0.0.1:" + port, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")))
+        .start();
+    for (int i = 0; i < 20; i++) {
+      t.spans().start(SpanGroup.STEP, SpanNames.GRPO_STEP).close();
+    }
+    long t0 = System.nanoTime();
+    t.close();
+    ExportStats s = t.stats();
+
+    assertThat((System.nanoTime() - t0) / 1e9).as("bounded by the shutdown timeout").isLessThan(4.0);
+    assertThat(s.exporters()).containsOnlyKeys(ProcessTelemetry.FILE_EXPORTER, ProcessTelemetry.OTLP_EXPORTER);
+    assertThat(s.exporters().get("file")).isEqualTo(new ExportStats.Sent(20, 0, 0)); // not held back by OTLP
+    ExportStats.Sent otlp = s.exporters().get("otlp");
+    assertThat(otlp.exported()).isZero();
+    assertThat(otlp.failed() + otlp.dropped()).isEqualTo(20);
+    assertThat(s.addsUp()).isTrue();
+    try (Stream<String> lines = Files.lines(t.spanFile().orElseThrow())) {
+      assertThat(lines.count()).isPositive();
+    }
+  }
+
   // ---------------------------------------------------------------- drops
 
   @Test
