@@ -387,7 +387,7 @@ public final class TelemetryConfig {
     private Map<String, String> resourceAttributes = new LinkedHashMap<>();
     private Path runsDir = Path.of("runs");
     private List<String> envPassthrough = new ArrayList<>();
-    private Duration shutdownTimeout = Duration.ofSeconds(10);
+    private Duration shutdownTimeout = Duration.ofSeconds(5);
     private final Map<String, String> origin = new LinkedHashMap<>();
 
     private Builder() {}

@@ -40,7 +40,7 @@ final class TelemetryConfigTest {
     assertThat(c.runsDir()).isEqualTo(Path.of("runs").toAbsolutePath().normalize());
     assertThat(c.runDir()).isEqualTo(c.runsDir().resolve(c.runId()));
     assertThat(c.envPassthrough()).isEmpty();
-    assertThat(c.shutdownTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(c.shutdownTimeout()).isEqualTo(Duration.ofSeconds(5));
     assertThat(c.runId()).matches(RUN_ID_FORMAT);
     assertThat(c.groups()).isEqualTo(EnumSet.complementOf(EnumSet.of(SpanGroup.ENGINE)));
   }
