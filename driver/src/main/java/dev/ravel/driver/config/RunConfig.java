@@ -42,7 +42,7 @@ public final class RunConfig {
     section("run", "mode", "sync", "seed", 7);
     section("cluster", "address", "", "num_cpus", 0, "worker_heap_mb", 512, "max_restarts", 3);
     section("generation", "workers", 2, "backend", "embedded", "kv_token_budget", 4096,
-        "max_running_requests", 64, "max_concurrency", 32, "model", "ravel-tiny", "placement", "pack",
+        "max_running_requests", 64, "max_concurrency", 32, "model", "ravel-tiny",
         // backend openai: the servers given, or one launched per worker
         "servers", "", "launch", "", "launch_command", "", "connect_timeout_s", 5, "request_timeout_s", 120,
         "launch_timeout_s", 60, "max_in_flight", 64, "refit", true, "server_heap_mb", 256,
@@ -263,9 +263,6 @@ public final class RunConfig {
     }
     if (integer("cluster.num_cpus") < 0) {
       throw new ConfigException("cluster.num_cpus", "must not be negative");
-    }
-    if (!List.of("pack", "spread").contains(string("generation.placement"))) {
-      throw new ConfigException("generation.placement", "must be pack or spread, got '" + string("generation.placement") + "'");
     }
     if (integer("cluster.max_restarts") < 0 || integer("cluster.max_restarts") > 100) {
       throw new ConfigException("cluster.max_restarts", "must be between 0 and 100, got " + integer("cluster.max_restarts"));

@@ -78,7 +78,6 @@ final class GrpoActors {
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     GrpoConfig grpo = settings.grpo();
     GrpoSettings.Python py = settings.python();
-    io.ray.api.placementgroup.PlacementGroup group = settings.spreadWorkers() ? spreadGroup(settings.workers()) : null;
     for (int i = 0; i < settings.workers(); i++) {
       if (py != null) {
         String spec = PythonWorkers.generationSpec(py.model(), settings.seed(), eos, settings.modelName(), py.engine(),
@@ -92,12 +91,8 @@ final class GrpoActors {
           : settings.servers().withServers(settings.servers().shareOf(i, settings.workers()));
       GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
           settings.modelName(), eos, weights, servers);
-      DriverSession.Creator<GenerationWorker> c = session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
-          .maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts());
-      if (group != null) {
-        c.placementGroup(group, i).resource("CPU", WORKER_BUNDLE_CPU);
-      }
-      workers.add(c.remote());
+      workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
+          .maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
     }
     RavelActorHandle<RewardEnvironment> reward =
         session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts()).remote();
@@ -122,26 +117,6 @@ final class GrpoActors {
     actors.awaitReady();
     actors.failover.recordProcesses();
     return actors;
-  }
-
-  /** The CPU each generation worker's bundle holds with {@code generation.placement: spread}. */
-  static final double WORKER_BUNDLE_CPU = 0.1;
-
-  /**
-   * A placement group with a bundle per generation worker, spread over the cluster's nodes where it can be
-   * (Ray's SPREAD: when a node dies its bundles are placed again on the nodes left, and the workers in them
-   * restart there).
-   */
-  private static io.ray.api.placementgroup.PlacementGroup spreadGroup(int workers) {
-    io.ray.api.placementgroup.PlacementGroup g = io.ray.api.PlacementGroups.createPlacementGroup(
-        new io.ray.api.options.PlacementGroupCreationOptions.Builder()
-            .setBundles(java.util.Collections.nCopies(workers, java.util.Map.of("CPU", WORKER_BUNDLE_CPU)))
-            .setStrategy(io.ray.api.placementgroup.PlacementStrategy.SPREAD).build());
-    if (!g.wait((int) (READY_TIMEOUT_MS / 1000))) {
-      throw new IllegalStateException("generation.placement=spread: Ray could not place a bundle of "
-          + WORKER_BUNDLE_CPU + " CPU for each of the " + workers + " generation workers");
-    }
-    return g;
   }
 
   /** Generate calls the collector makes for one target step. */

@@ -31,13 +31,11 @@ import dev.ravel.workers.python.PythonModel;
  * @param javaModel the Java TinyLm's shape ({@code model.java_hidden}, {@code model.java_embed})
  * @param maxRestarts how often Ray restarts a generation worker or the reward environment whose process died
  *     ({@code cluster.max_restarts}); the calls that were in flight on it are issued again
- * @param spreadWorkers {@code generation.placement: spread}: the generation workers spread over the
- *     cluster's nodes, one placement-group bundle each
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
-    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, boolean spreadWorkers) {
+    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts) {
 
   /** The longest prompt of the task ({@code "a+b="}), plus headroom, for the Python model's positions. */
   static final int MAX_PROMPT_TOKENS = 8;
@@ -89,7 +87,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         groupsPerCall(config.integer("grpo.groups_per_call"), prompts, config.integer("generation.workers")),
         dev.ravel.workers.model.ModelSpec.tiny(CharTokenizer.arithmetic().vocabSize()).toBuilder()
             .hiddenDim(config.integer("model.java_hidden")).embedDim(config.integer("model.java_embed")).build(),
-        config.integer("cluster.max_restarts"), config.string("generation.placement").equals("spread"));
+        config.integer("cluster.max_restarts"));
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */

@@ -296,18 +296,6 @@ public final class DriverSession implements AutoCloseable {
       this.creator = creator;
     }
 
-    /** In bundle {@code bundle} of {@code group}. */
-    public Creator<I> placementGroup(io.ray.api.placementgroup.PlacementGroup group, int bundle) {
-      creator.placementGroup(group, bundle);
-      return this;
-    }
-
-    /** {@code amount} of the resource {@code name} (Ray's {@code CPU}, or a custom one). */
-    public Creator<I> resource(String name, double amount) {
-      creator.resource(name, amount);
-      return this;
-    }
-
     public Creator<I> maxConcurrency(int n) {
       creator.maxConcurrency(n);
       return this;

@@ -129,6 +129,7 @@ final class BadInputIT {
         bad("cluster.worker_heap_mb", "run", c, "cluster.worker_heap_mb=10"),
         bad("cluster.num_cpus", "run", c, "cluster.num_cpus=-1"),
         bad("cluster.max_restarts", "run", c, "cluster.max_restarts=-1"),
+        bad("generation.placement", "run", c, "generation.placement=everywhere"),
         bad("--resume", "run", c, "--resume", "no-such-run"),
         bad("telemetry.exporter", "run", c, "telemetry.exporter=kafka"),
         bad("telemetry.preset", "run", c, "telemetry.preset=everything"),

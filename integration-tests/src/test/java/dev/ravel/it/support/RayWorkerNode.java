@@ -40,6 +40,8 @@ public final class RayWorkerNode implements AutoCloseable {
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().clear();
     pb.environment().putAll(env);
+    // as for the head: without it Ray replaces 127.0.0.1 by the host's interface address
+    pb.environment().put("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0");
     return new RayWorkerNode(pb.start());
   }
 
@@ -70,7 +72,7 @@ public final class RayWorkerNode implements AutoCloseable {
   }
 
   @Override
-  public void close() throws IOException, InterruptedException {
+  public void close() throws Exception {
     List<Long> group = new ArrayList<>(Procs.group(process.pid()));
     process.destroy();
     process.waitFor(20, TimeUnit.SECONDS);

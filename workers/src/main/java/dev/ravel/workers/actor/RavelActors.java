@@ -122,15 +122,6 @@ public final class RavelActors {
       return this;
     }
 
-    /**
-     * Places the actor in bundle {@code bundle} of placement group {@code group} (a restarted actor goes back
-     * to that bundle, wherever Ray has rescheduled it).
-     */
-    public Creator<I> placementGroup(io.ray.api.placementgroup.PlacementGroup group, int bundle) {
-      base.setPlacementGroup(group, bundle);
-      return this;
-    }
-
     public Creator<I> name(String name) {
       base.setName(name);
       return this;
