@@ -53,8 +53,24 @@ final class TrainPhase {
   /** What a step's update gave: the new weights (or their version) and the numbers the step reports. */
   record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories) {}
 
-  /** Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups. */
+  /**
+   * Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups.
+   *
+   * @throws IllegalStateException naming the step when the trainer's process died (it holds the optimizer
+   *     state, so it is not restarted: the run goes on from its last checkpoint with {@code --resume})
+   */
   Trained train(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
+    try {
+      return trainOnce(clock, stepSpan, step, batch);
+    } catch (io.ray.api.exception.RayActorException e) {
+      String m = String.valueOf(e.getMessage());
+      throw new IllegalStateException("step " + Steps.number(step) + ": the policy trainer's process died ("
+          + (m.contains("\n") ? m.substring(0, m.indexOf('\n')) : m) + "); the run can go on from its last"
+          + " checkpoint with --resume", e);
+    }
+  }
+
+  private Trained trainOnce(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
     if (referencePass()) {
       clock.time(Phase.LOGPROBS, () -> trainer.call(PolicyTrainer::logprobs, batch).get());
     }

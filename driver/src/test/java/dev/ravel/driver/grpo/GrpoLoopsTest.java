@@ -108,6 +108,49 @@ final class GrpoLoopsTest {
     }
   }
 
+  /** A trainer whose process dies under its update. */
+  static final class DyingTrainer extends RavelActor implements PolicyTrainer {
+    @Override
+    public dev.ravel.workers.trainer.LogProbSummary logprobs(List<Trajectory> batch) {
+      return new dev.ravel.workers.trainer.LogProbSummary(0, 0, 0, 0);
+    }
+
+    @Override
+    public dev.ravel.workers.trainer.TrainOutcome train(List<Trajectory> batch) {
+      throw new io.ray.api.exception.RayActorException(1, "127.0.0.1", new IllegalStateException(
+          "The actor died unexpectedly before finishing this task.\n\tclass_name: RavelActor"));
+    }
+
+    @Override
+    public ModelWeights weights() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public String checkpoint(String dir) {
+      throw new UnsupportedOperationException();
+    }
+  }
+
+  @Test
+  void syncStep_theTrainerDies_theRunStopsWithOneLineNamingTheStepAndResume() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors ok = actors(s, w);
+    RavelActorHandle<PolicyTrainer> dying = local(new DyingTrainer(), PolicyTrainer.class, 1);
+    GrpoActors actors = new GrpoActors(ok.workers, ok.reward, dying, null, null,
+        new Failover(spans, 0, ok.workers, ok.reward));
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
+        new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer, w)
+        .run())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("step 1: the policy trainer's process died (")
+        .hasMessageEndingWith("); the run can go on from its last checkpoint with --resume")
+        .hasMessageNotContaining("\n"); // one line, Ray's multi-line text cut to its first
+    assertThat(only(SpanNames.GRPO_STEP).getStatus().getStatusCode()).isEqualTo(io.opentelemetry.api.trace.StatusCode.ERROR);
+  }
+
   @Test
   void syncStep_aFailedPhaseMarksItsSpanAndTheStepErrorWithTheException() {
     GrpoSettings s = settings("sync");
