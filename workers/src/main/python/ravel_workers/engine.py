@@ -205,7 +205,7 @@ class TransformersEngine:
                     raise RuntimeError("the engine thread is not running")
             if update["error"] is not None:
                 raise update["error"]
-            return version
+            return self.weight_version  # what the engine serves now, not what was asked for
 
     def stats(self) -> EngineStats:
         with self._cond:

@@ -29,7 +29,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A generation worker's process killed with SIGKILL, by its PID, while it generates, on a real Ray head: Ray
  * restarts it, the driver (sync) or the collector (async) gives it the current weights and issues the lost
- * call again with the same requests, and the run completes with every step's full batch.
+ * call again with the same requests, and the run completes with every step's full batch. In the sync run the
+ * reward environment's process is killed too, between two steps, and the next step's score call is issued
+ * again on its restarted process.
  */
 final class WorkerFaultsIT {
   private static final int STEPS = 6;
@@ -38,6 +40,8 @@ final class WorkerFaultsIT {
   private static final int WORKERS = 2;
   /** The step after which the kill is armed (1-based): it lands in the next step's generation. */
   private static final int ARMED_AFTER = 2;
+  /** The step after which the reward environment is killed (sync). */
+  private static final int REWARD_KILLED_AFTER = 4;
   /** CPU ticks (1/100 s) the worker must burn in 160 ms right before the kill (half a core): it is generating. */
   private static final long BUSY_TICKS = 8;
   private static final int WINDOW = 9;
@@ -45,8 +49,8 @@ final class WorkerFaultsIT {
   @TempDir
   Path runs;
 
-  private record Finished(List<StepMetrics> steps, FaultStats faults, long killedPid, RunTraces traces,
-      CollectorStats collector, BufferStats buffer, RunConfig config) {}
+  private record Finished(List<StepMetrics> steps, FaultStats faults, long killedPid, long rewardKilledPid,
+      RunTraces traces, CollectorStats collector, BufferStats buffer, RunConfig config) {}
 
   private Finished runKillingWorker1(String runId, String mode) throws Exception {
     RunConfig config = RunConfig.load(null, List.of("run.mode=" + mode, "grpo.steps=" + STEPS,
@@ -57,6 +61,7 @@ final class WorkerFaultsIT {
         .workerJvmOptions(List.of("-Xmx384m", "-XX:+UseSerialGC")).start();
     AtomicReference<GrpoRun> run = new AtomicReference<>();
     AtomicLong killed = new AtomicLong(-1);
+    AtomicLong rewardKilled = new AtomicLong(-1);
     List<Thread> killers = new ArrayList<>();
     StepListener listener = (m, total) -> {
       if (m.step() == ARMED_AFTER) {
@@ -74,6 +79,12 @@ final class WorkerFaultsIT {
         t.start();
         killers.add(t);
       }
+      if (m.step() == REWARD_KILLED_AFTER && mode.equals("sync")) {
+        // the reward environment, between steps: the next step's score call finds it dead
+        long pid = run.get().faults().processes().get("reward_environment").get(0);
+        ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        rewardKilled.set(pid);
+      }
     };
     List<StepMetrics> steps;
     try {
@@ -86,7 +97,7 @@ final class WorkerFaultsIT {
       t.join(5_000);
     }
     GrpoRun r = run.get();
-    return new Finished(steps, r.faults(), killed.get(), RunTraces.readDir(config.telemetry().runDir()),
+    return new Finished(steps, r.faults(), killed.get(), rewardKilled.get(), RunTraces.readDir(config.telemetry().runDir()),
         r.collectorStats(), r.bufferStats(), config);
   }
 
@@ -134,18 +145,23 @@ final class WorkerFaultsIT {
     FaultStats faults = f.faults();
     assertThat(faults.processes().get("generation_worker/1")).hasSize(2).first().isEqualTo(f.killedPid());
     assertThat(faults.processes().get("generation_worker/0")).hasSize(1);
-    assertThat(faults.restarts()).isEqualTo(1);
-    assertThat(faults.failedCalls()).isEqualTo(1);
-    assertThat(faults.retriedCalls()).isEqualTo(1);
-    // the dead worker's whole share of the step, issued again once
+    // the worker and the reward environment, once each
+    assertThat(faults.processes().get("reward_environment")).hasSize(2).first().isEqualTo(f.rewardKilledPid());
+    assertThat(faults.restarts()).isEqualTo(2);
+    assertThat(faults.failedCalls()).isEqualTo(2);
+    assertThat(faults.retriedCalls()).isEqualTo(2);
+    // the dead worker's whole share of the step, issued again once (a score call carries no generation request)
     assertThat(faults.retriedRequests()).isEqualTo(PROMPTS * GROUP / WORKERS);
 
     List<SpanRecord> failed = f.traces().named(SpanNames.FAULT_FAILED_CALL);
     List<SpanRecord> retries = f.traces().named(SpanNames.FAULT_RETRY);
-    assertThat(failed).hasSize(1);
-    assertThat(retries).hasSize(1);
-    SpanRecord fail = failed.get(0);
-    SpanRecord retry = retries.get(0);
+    assertThat(failed).hasSize(2);
+    assertThat(retries).hasSize(2);
+    SpanRecord rewardFail = failed.stream().filter(x -> "reward_environment".equals(x.attribute(RavelAttributes.FAULT_ACTOR)))
+        .findFirst().orElseThrow();
+    assertThat(byId(f.traces(), rewardFail.parentSpanId()).name()).isEqualTo("rl.grpo.reward_calculation");
+    SpanRecord fail = failed.stream().filter(x -> x != rewardFail).findFirst().orElseThrow();
+    SpanRecord retry = retries.stream().filter(x -> fail.parentSpanId().equals(x.parentSpanId())).findFirst().orElseThrow();
     assertThat(fail.isError()).isTrue();
     assertThat(fail.events()).extracting(SpanRecord.Event::name).contains("exception");
     assertThat(fail.attribute(RavelAttributes.FAULT_DEAD_PID)).isEqualTo(f.killedPid());

@@ -83,7 +83,10 @@ final class GrpoPythonIT {
       assertThat(u.role()).isEqualTo("generation_worker");
       assertThat(quality.hasAncestor(u, a -> a.name().equals("rl.grpo.refit"))).isTrue();
     });
-    assertThat(runDir.resolve("checkpoints").toFile().list()).anySatisfy(f -> assertThat(f).endsWith(".pt"));
+    // the last step's checkpoint: the Python trainer's weights file, completed by its checkpoint.json
+    java.io.File[] ckpts = runDir.resolve("checkpoints").toFile().listFiles();
+    assertThat(ckpts).isNotEmpty().allSatisfy(d -> assertThat(d.list()).contains("checkpoint.json")
+        .anySatisfy(f -> assertThat(f).endsWith(".pt")));
   }
 
   @Test

@@ -61,6 +61,9 @@ final class SpanAccountingIT {
     double exitSeconds = (System.nanoTime() - lastStepSeen) / 1e9;
     String text = Files.readString(out, StandardCharsets.UTF_8);
     assertThat(driver.exitValue()).as(text).isZero();
+    java.util.regex.Matcher line = Pattern.compile("(?m)^spans: .*$").matcher(text);
+    System.out.printf("SpanAccountingIT: driver exited %.1f s after its last step; %s%n", exitSeconds,
+        line.find() ? line.group() : "(no spans line)");
     assertThat(exitSeconds).as("seconds from the last step to the driver's exit\n" + text).isLessThan(15.0);
 
     Path runDir = runs.resolve("accounting");
