@@ -76,15 +76,12 @@ final class RunCommand implements Callable<Integer> {
     // writes run.json (status interrupted); a second signal ends the process at once. Installed once Ray is
     // up (Ray's native runtime handles these signals itself otherwise, exiting at once); before that, the
     // JVM's default applies and the head's supervisor stops the head.
-    java.util.concurrent.atomic.AtomicReference<GrpoRun> current = new java.util.concurrent.atomic.AtomicReference<>();
     java.util.concurrent.atomic.AtomicReference<String> signalled = new java.util.concurrent.atomic.AtomicReference<>();
-    String finalSha = null;
     try (DriverSession session = b.start()) {
       GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()), from);
-      current.set(run);
       Signals.onInterrupt(name -> {
         signalled.set(name);
-        current.get().requestStop();
+        run.requestStop();
       });
       try {
         steps = JobContext.runInJobSpan(session.spans(), System.getenv(), run::run); // rl.job.run when submitted
@@ -105,8 +102,7 @@ final class RunCommand implements Callable<Integer> {
         }
         faults = run.faults();
         extra.put("faults", faults.json());
-        finalSha = run.finalWeightsSha256();
-        extra.put("final_weights_sha256", finalSha);
+        extra.put("final_weights_sha256", run.finalWeightsSha256());
         if (from != null) {
           extra.put("resumed_after_step", from.completedSteps());
         }
@@ -163,11 +159,5 @@ final class RunCommand implements Callable<Integer> {
       int colon = m.indexOf(": ");
       throw new ConfigException(m.substring(0, colon), m.substring(colon + 2));
     }
-  }
-
-  private static Map<String, String> stringify(Map<String, ?> m) {
-    Map<String, String> out = new LinkedHashMap<>();
-    m.forEach((k, v) -> out.put(k, String.valueOf(v)));
-    return out;
   }
 }

@@ -57,12 +57,11 @@ final class AsyncLoop {
       int firstStep, IntConsumer beforeStep) {
     this.firstStep = firstStep;
     this.beforeStep = beforeStep;
-    ModelWeights initial = serving;
     this.settings = settings;
     this.actors = actors;
     this.trainPhase = trainPhase;
     this.steps = steps;
-    this.version = initial.version();
+    this.version = serving.version();
   }
 
   void run() {

@@ -50,14 +50,13 @@ final class SyncLoop {
       Tokenizer tokenizer, ModelWeights serving, int firstStep, IntConsumer beforeStep) {
     this.firstStep = firstStep;
     this.beforeStep = beforeStep;
-    ModelWeights initial = serving;
     this.settings = settings;
     this.actors = actors;
     this.trainPhase = trainPhase;
     this.steps = steps;
     this.task = task;
     this.tokenizer = tokenizer;
-    this.version = initial.version();
+    this.version = serving.version();
   }
 
   void run() {
