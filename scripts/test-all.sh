@@ -1,32 +1,128 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests (Surefire), then integration tests (Failsafe) that start what they need on
-# loopback: a real Ray head, a real Jaeger v2, a real headless Chromium. Installs those first, idempotently:
-# the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the compat Ray (2.39.0, what
-# Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from the Go module proxy,
-# Debian's Chromium, and the official OpenAI Python client (pinned, in its own virtualenv); PyTorch,
-# transformers and the OpenTelemetry Python SDK go into the default Ray's virtualenv for Ravel's Python workers,
-# whose pytest suite runs first. Every integration test runs on the default Ray; a smoke set also runs on the
-# compat Ray.
+# Runs every test: the Python workers' pytest suite (with mypy and ruff on the package when present), unit
+# tests (Surefire), then integration tests (Failsafe) that start what they need on loopback: a real Ray head, a
+# real Jaeger v2, a real headless Chromium. Installs those first, idempotently and side by side (the downloads
+# run while Jaeger compiles): the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the
+# compat Ray (2.39.0, what Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from
+# the Go module proxy, Debian's Chromium, and the official OpenAI Python client (pinned, in its own virtualenv);
+# PyTorch, transformers and the OpenTelemetry Python SDK go into the default Ray's virtualenv for Ravel's Python
+# workers. Every integration test runs on the default Ray; a smoke set also runs on the compat Ray.
+#
+#   scripts/test-all.sh            the whole suite
+#   scripts/test-all.sh --stress   the same while a CPU hog (stress-ng, one worker per core) loads every core,
+#                                  to show that no test depends on timing or load
+#
+# At the end it prints how long each phase took and the ten slowest test classes, pass or fail.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+STRESS=0
+for a in "$@"; do
+  case "$a" in
+    --stress) STRESS=1 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test-all: unknown option '$a' (see scripts/test-all.sh --help)" >&2; exit 2 ;;
+  esac
+done
 COMPAT_RAY_VERSION=2.39.0
 # the virtualenvs are chosen by version here, never by an inherited RAVEL_RAY_VENV
 unset RAVEL_RAY_VENV RAVEL_RAY_JAR
 RAY_VERSION="${RAVEL_RAY_VERSION:-$(sed -n 's/^DEFAULT_RAY_VERSION=//p' "$ROOT/scripts/setup-ray.sh")}"
-# the Python workers' dependencies (PyTorch, ...) go into the default Ray's virtualenv only, whatever is exported
-RAY_VENV="$(RAVEL_PYTHON_WORKERS=1 RAVEL_RAY_VERSION="$RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
-COMPAT_VENV="$(RAVEL_PYTHON_WORKERS=0 RAVEL_RAY_VERSION="$COMPAT_RAY_VERSION" "$ROOT/scripts/setup-ray.sh")"
-ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
-RAVEL_JAEGER_BIN="$("$ROOT/scripts/setup-jaeger.sh")"
-RAVEL_CHROMIUM="$("$ROOT/scripts/setup-browser.sh")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/ravel-test-all.XXXXXX")"
+PHASES=()
+SUITE_START=$SECONDS
+HOG_PID=""
+HOG_START=""
+
+# the start time of a process (field 22 of /proc/PID/stat), to tell it from a later one with its recycled PID
+start_time() { local s; s="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1; set -- ${s##*) }; echo "${20}"; }
+
+summary() {
+  local rc=$?
+  if [ -n "$HOG_PID" ] && [ "$(start_time "$HOG_PID")" = "$HOG_START" ]; then
+    kill -TERM "$HOG_PID" 2>/dev/null || true # the hog's own PID, checked above to still be the hog
+    wait "$HOG_PID" 2>/dev/null || true
+  fi
+  echo
+  echo "== test-all: $([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)")$([ "$STRESS" = 1 ] && echo ', under a CPU hog') in $(( SECONDS - SUITE_START )) s"
+  local p
+  for p in "${PHASES[@]}"; do printf '   %-44s %6s s\n' "${p% *}" "${p##* }"; done
+  if [ -f "$WORK/maven.log" ]; then
+    echo "   Maven, per module:"
+    awk '/Reactor Summary/ {on = 1; next} on && /BUILD/ {exit} on && /(SUCCESS|FAILURE|SKIPPED)/ {sub(/^\[INFO\] /, "     "); print}' "$WORK/maven.log"
+  fi
+  (cd "$ROOT" && python3 scripts/test-times.py --top 10 workers/target/pytest \
+    */target/surefire-reports integration-tests/target/failsafe-reports* 2>/dev/null) | sed 's/^/   /' || true
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap summary EXIT
+
+# phase NAME CMD...: runs CMD and records how long it took
+phase() {
+  local name="$1" t0=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  PHASES+=("$name $(( SECONDS - t0 ))")
+  return "$rc"
+}
+
+if [ "$STRESS" = 1 ]; then
+  if ! command -v stress-ng >/dev/null 2>&1; then
+    echo "test-all: installing stress-ng from Debian's packages (one time)" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q stress-ng >&2
+  fi
+  stress-ng --cpu "$(nproc)" --quiet &
+  HOG_PID=$!
+  HOG_START="$(start_time "$HOG_PID")"
+  echo "test-all: CPU hog stress-ng --cpu $(nproc) running (pid $HOG_PID)"
+fi
+
+# The installs, side by side: the Rays (pip), Jaeger (Go, CPU-bound), the browser and the OpenAI client.
+install_rays() {
+  # the Python workers' dependencies (PyTorch, ...) go into the default Ray's virtualenv only, whatever is exported
+  RAVEL_PYTHON_WORKERS=1 RAVEL_RAY_VERSION="$RAY_VERSION" "$ROOT/scripts/setup-ray.sh" > "$WORK/ray-venv"
+  RAVEL_PYTHON_WORKERS=0 RAVEL_RAY_VERSION="$COMPAT_RAY_VERSION" "$ROOT/scripts/setup-ray.sh" > "$WORK/compat-venv"
+}
+install_tools() {
+  "$ROOT/scripts/setup-browser.sh" > "$WORK/chromium"
+  "$ROOT/scripts/setup-openai-client.sh" | tail -n 1 > "$WORK/openai-venv"
+}
+install_all() {
+  local pids=() names=() i rc=0
+  "$ROOT/scripts/setup-jaeger.sh" > "$WORK/jaeger" & pids+=($!); names+=(jaeger)
+  install_rays & pids+=($!); names+=(rays)
+  install_tools & pids+=($!); names+=("browser and openai client")
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { echo "test-all: installing ${names[$i]} failed" >&2; rc=1; }
+  done
+  return "$rc"
+}
+phase "installs (Rays, Jaeger, browser, clients)" install_all
+RAY_VENV="$(cat "$WORK/ray-venv")"
+COMPAT_VENV="$(cat "$WORK/compat-venv")"
+RAVEL_JAEGER_BIN="$(cat "$WORK/jaeger")"
+RAVEL_CHROMIUM="$(cat "$WORK/chromium")"
+OPENAI_VENV="$(cat "$WORK/openai-venv")"
 export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
-OPENAI_VENV="$("$ROOT/scripts/setup-openai-client.sh" | tail -n 1)"
+ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
+
 # Ravel's Python workers: their pytest suite, with the Ray virtualenv's interpreter (which has their dependencies)
-(cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m pytest -q -p no:cacheprovider tests)
-exec mvn -B ${MAVEN_ARGS:-} \
-  -Dravel.ray.version="$RAY_VERSION" -Dravel.ray.venv="$RAY_VENV" -Dravel.ray.jar="$(ray_jar "$RAY_VENV")" \
-  -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
-  -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
-  -Dravel.openai.venv="$OPENAI_VENV" \
-  verify
+mkdir -p "$ROOT/workers/target/pytest"
+pytest_suite() {
+  (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m pytest -q -p no:cacheprovider \
+    --junitxml="$ROOT/workers/target/pytest/python.junit.xml" tests)
+}
+phase "pytest (Python workers)" pytest_suite
+
+maven() {
+  mvn -B ${MAVEN_ARGS:-} \
+    -Dravel.ray.version="$RAY_VERSION" -Dravel.ray.venv="$RAY_VENV" -Dravel.ray.jar="$(ray_jar "$RAY_VENV")" \
+    -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
+    -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
+    -Dravel.openai.venv="$OPENAI_VENV" \
+    verify 2>&1 | tee "$WORK/maven.log"
+  return "${PIPESTATUS[0]}"
+}
+phase "maven verify (unit and integration tests)" maven

@@ -13,7 +13,8 @@ from concurrent import futures
 import pytest
 from opentelemetry.trace import SpanKind
 
-from ravel_workers.telemetry import OtlpConfig, ProcessTelemetry, TelemetrySettings, parse_headers
+from ravel_workers.telemetry import (JsonLinesSpanExporter, OtlpConfig, ProcessTelemetry, TelemetrySettings,
+                                     parse_headers)
 from support import read_spans, spans_of, telemetry_env
 
 
@@ -89,15 +90,32 @@ def test_shutdown_flushes_and_is_idempotent(tmp_path):
     assert [s["name"] for s in read_spans(t.span_file)] == ["a"]
 
 
-def test_dropped_spans_are_counted(tmp_path):
+def test_dropped_spans_are_counted_and_add_up_once_flushed(tmp_path, monkeypatch):
+    """Invariant: once flushed, ended = exported + failed + dropped, and the file holds exactly the exported spans.
+
+    The exporter is held until all spans have ended, so the queue (2) plus the one batch (2) the export thread may
+    have taken out of it cannot hold 5 spans: at least one is dropped, however the threads were scheduled.
+    """
+    release = threading.Event()
+    original = JsonLinesSpanExporter.export
+
+    def held_export(self, spans):
+        assert release.wait(60), "the test never released the exporter"
+        return original(self, spans)
+
+    monkeypatch.setattr(JsonLinesSpanExporter, "export", held_export)
     t = ProcessTelemetry(TelemetrySettings.from_env(telemetry_env(tmp_path)), "generation_worker",
                          schedule_delay_ms=60_000, max_queue_size=2)
     for i in range(5):
         with t.tracer.start_as_current_span(f"s{i}"):
             pass
-    s = t.stats()
-    assert s.ended == 5 and s.dropped == 3
+    release.set()
     t.shutdown()
+    s = t.stats()
+    assert s.ended == 5 and s.failed == 0
+    assert s.exported + s.failed + s.dropped == s.ended
+    assert 1 <= s.dropped <= 3
+    assert len(read_spans(t.span_file)) == s.exported
 
 
 def test_otlp_settings_from_the_worker_environment(tmp_path):
