@@ -1,6 +1,7 @@
 package dev.ravel.driver.cli;
 
 import dev.ravel.workers.serve.ServeCommand;
+import java.util.Map;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -13,6 +14,21 @@ public final class RavelCli implements Runnable {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
+  private final Map<String, String> env;
+
+  RavelCli() {
+    this(System.getenv());
+  }
+
+  private RavelCli(Map<String, String> env) {
+    this.env = Map.copyOf(env);
+  }
+
+  /** The environment the commands read (RAY_ADDRESS, OTEL_*, RAVEL_TELEMETRY_*): this process's, or a test's. */
+  Map<String, String> env() {
+    return env;
+  }
+
   public static void main(String[] args) {
     DriverLog.install();
     System.exit(execute(args));
@@ -20,7 +36,12 @@ public final class RavelCli implements Runnable {
 
   /** Runs the command line and returns its exit code (for tests and the launcher). */
   public static int execute(String... args) {
-    CommandLine cl = new CommandLine(new RavelCli());
+    return execute(System.getenv(), args);
+  }
+
+  /** As {@link #execute(String...)}, with {@code env} in place of this process's environment. */
+  static int execute(Map<String, String> env, String... args) {
+    CommandLine cl = new CommandLine(new RavelCli(env));
     Errors errors = new Errors();
     cl.setExecutionExceptionHandler(errors);
     cl.setParameterExceptionHandler(errors);

@@ -22,6 +22,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
 
 /** {@code ravel run <config.yaml> [section.key=value ...]}: a GRPO run on Ray. */
 @Command(name = "run", mixinStandardHelpOptions = true,
@@ -36,20 +37,29 @@ final class RunCommand implements Callable<Integer> {
           + " config must be the run's (grpo.steps, cluster.* and telemetry.* may change).")
   String resume;
 
+  @ParentCommand
+  RavelCli cli;
+
+  /** The environment this run reads: the command line's (this process's outside tests). */
+  private Map<String, String> env() {
+    return cli == null ? System.getenv() : cli.env();
+  }
+
   @Override
   public Integer call() {
+    Map<String, String> env = env();
     List<String> overrides = new java.util.ArrayList<>(args.overrides);
     if (resume != null) {
       overrides.add("telemetry.run_id=" + resume);
     }
-    RunConfig config = RunConfig.load(args.configFile, overrides, System.getenv());
+    RunConfig config = RunConfig.load(args.configFile, overrides, env);
     Resume from = resume == null ? null : Resume.load(config.telemetry().runDir(), resume, config.resolved(),
         config.integer("grpo.steps"));
     // before a head is started or contacted: each fails with one line naming the key
-    Preflight.writableRunsDir(config.telemetry().runsDir(), System.getenv());
-    Preflight.otlpSettings(config.telemetry(), System.getenv());
-    Preflight.reachableRay(config.string("cluster.address"), System.getenv());
-    DriverSession.Builder b = DriverSession.builder(config.telemetry())
+    Preflight.writableRunsDir(config.telemetry().runsDir(), env);
+    Preflight.otlpSettings(config.telemetry(), env);
+    Preflight.reachableRay(config.string("cluster.address"), env);
+    DriverSession.Builder b = DriverSession.builder(config.telemetry()).env(env)
         .workerJvmOptions(List.of("-Xmx" + config.integer("cluster.worker_heap_mb") + "m", "-XX:+UseSerialGC"));
     if (!config.string("cluster.address").isEmpty()) {
       b.address(config.string("cluster.address"));
@@ -84,7 +94,7 @@ final class RunCommand implements Callable<Integer> {
         run.requestStop();
       });
       try {
-        steps = JobContext.runInJobSpan(session.spans(), System.getenv(), run::run); // rl.job.run when submitted
+        steps = JobContext.runInJobSpan(session.spans(), env, run::run); // rl.job.run when submitted
         status = "succeeded";
         extra.put("engines", run.engineStats().stream().map(e -> Map.of(
             "requests_finished", e.requestsFinishedTotal(), "preemptions", e.preemptions(),
@@ -121,7 +131,7 @@ final class RunCommand implements Callable<Integer> {
         session.actorStats().forEach((k, v) -> processes.put(k, v.json()));
         tel.put("processes", processes);
         extra.put("telemetry", tel);
-        extra.put("versions", RunVersions.of(RayHome.locate(System.getenv()).ravelHome()));
+        extra.put("versions", RunVersions.of(RayHome.locate(env).ravelHome()));
         RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
             steps, config.resolved(), extra);
       }

@@ -26,10 +26,12 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Bad input through {@code bin/ravel}, as a user types it: each case exits with the documented code
- * (2: usage or configuration error) within 5 s, prints one line on stderr that names the option, key,
- * variable or file, no stack trace and nothing on stdout, and starts no Ray (no raylet or GCS is left, or
- * was ever added). Then the two OpenTelemetry switches on a real run.
+ * Bad input through {@code bin/ravel}, as a user types it, one case of each kind (the driver's
+ * {@code BadInputTest} runs every case in-process): each exits with the documented code (2: usage or
+ * configuration error) without waiting on anything (well within 30 s, ten times a loaded machine's JVM
+ * start; a Ray head would take minutes), prints one line on stderr that names the option, key, variable or
+ * file, no stack trace and nothing on stdout, and starts no Ray (no raylet or GCS is left, or was ever
+ * added). Then the two OpenTelemetry switches on a real run.
  */
 final class BadInputIT {
   static final int USAGE = 2;
@@ -81,71 +83,16 @@ final class BadInputIT {
   static Stream<Arguments> cases() {
     String c = config.toString();
     String file = tmp.resolve("a-file").toString();
+    // a handful through the launcher, one of each kind; every case runs in-process in the driver's BadInputTest
     return Stream.of(
-        // the command line
         bad("CONFIG", "run"),
-        bad("--bogus", "run", c, "--bogus"),
         bad("frobnicate", "frobnicate"),
-        bad("RUN_ID", "trace"),
-        bad("--max-waterfalls", "report", "--max-waterfalls", "many", "r1"),
-        bad("--calls", "bench-calls", "--calls", "0"),
-        bad("--bogus", "runs", "--bogus"),
-        bad("after --", "submit", "--address", "http://" + closedAddress),
-        bad("--port", "serve", "--port", "http"),
-        // the config file
-        bad("config file not found", "run", tmp.resolve("missing.yaml").toString()),
-        bad(tmp.resolve("flow.yaml") + ":3:", "run", tmp.resolve("flow.yaml").toString()),
         bad(tmp.resolve("tab.yaml") + ":2:1", "run", tmp.resolve("tab.yaml").toString()),
-        bad("expected a mapping", "run", tmp.resolve("list.yaml").toString()),
-        bad("foo", "run", c, "foo.bar=1"),
         bad("grpo.stepz", "run", c, "grpo.stepz=1"),
-        bad("grpo.steps", "run", c, "grpo.steps"),
-        // values
-        bad("grpo.steps", "run", c, "grpo.steps=0"),
-        bad("grpo.steps", "run", c, "grpo.steps=abc"),
-        bad("grpo.prompts_per_step", "run", c, "grpo.prompts_per_step=0"),
-        bad("grpo.group_size", "run", c, "grpo.group_size=1"),
-        bad("grpo.max_new_tokens", "run", c, "grpo.max_new_tokens=0"),
         bad("grpo.temperature", "run", c, "grpo.temperature=0"),
-        bad("grpo.temperature", "run", c, "grpo.temperature=-1"),
-        bad("grpo.top_p", "run", c, "grpo.top_p=0"),
-        bad("grpo.top_p", "run", c, "grpo.top_p=1.5"),
-        bad("grpo.learning_rate", "run", c, "grpo.learning_rate=0"),
-        bad("grpo.clip_epsilon", "run", c, "grpo.clip_epsilon=2"),
-        bad("grpo.kl_beta", "run", c, "grpo.kl_beta=-1"),
-        bad("grpo.groups_per_call", "run", c, "grpo.groups_per_call=-1"),
-        bad("grpo.checkpoint_every", "run", c, "grpo.checkpoint_every=-1"),
-        bad("run.seed", "run", c, "run.seed=-1"),
-        bad("run.seed", "run", c, "run.seed=x"),
-        bad("run.mode", "run", c, "run.mode=turbo"),
-        bad("generation.workers", "run", c, "generation.workers=0"),
-        bad("generation.kv_token_budget", "run", c, "generation.kv_token_budget=1"),
-        bad("generation.max_running_requests", "run", c, "generation.max_running_requests=0"),
-        bad("generation.max_concurrency", "run", c, "generation.max_concurrency=0"),
-        bad("generation.backend", "run", c, "generation.backend=grpc"),
-        bad("generation.ignore_eos", "run", c, "generation.ignore_eos=maybe"),
-        bad("generation.runtime", "run", c, "generation.runtime=rust"),
-        bad("trainer.runtime", "run", c, "trainer.runtime=python"),
-        bad("cluster.worker_heap_mb", "run", c, "cluster.worker_heap_mb=10"),
-        bad("cluster.num_cpus", "run", c, "cluster.num_cpus=-1"),
-        bad("cluster.max_restarts", "run", c, "cluster.max_restarts=-1"),
-        bad("generation.placement", "run", c, "generation.placement=everywhere"),
-        bad("--resume", "run", c, "--resume", "no-such-run"),
-        bad("telemetry.exporter", "run", c, "telemetry.exporter=kafka"),
-        bad("telemetry.preset", "run", c, "telemetry.preset=everything"),
-        bad("telemetry.engine_sample_ratio", "run", c, "telemetry.engine_sample_ratio=2"),
-        // the world around the run, before anything starts
         bad("telemetry.runs_dir", "run", c, "telemetry.runs_dir=" + file),
-        bad("cluster.address", "run", c, "cluster.address=" + closedAddress),
-        bad("cluster.address", "run", c, "cluster.address=localhost"),
         badEnv("RAY_ADDRESS", Map.of("RAY_ADDRESS", closedAddress), "run", c),
-        badEnv("OTEL_TRACES_EXPORTER", Map.of("OTEL_TRACES_EXPORTER", "zipkin"), "run", c),
-        badEnv("OTEL_SDK_DISABLED", Map.of("OTEL_SDK_DISABLED", "perhaps"), "run", c),
-        badEnv("OTEL_METRICS_EXPORTER", Map.of("OTEL_METRICS_EXPORTER", "prometheus"), "run", c,
-            "telemetry.exporter=otlp"),
-        badEnv("OTEL_EXPORTER_OTLP_PROTOCOL", Map.of("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon"), "run", c,
-            "telemetry.exporter=otlp"),
-        badEnv("RAVEL_TELEMETRY_PRESET", Map.of("RAVEL_TELEMETRY_PRESET", "loud"), "run", c));
+        badEnv("OTEL_TRACES_EXPORTER", Map.of("OTEL_TRACES_EXPORTER", "zipkin"), "run", c));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -163,7 +110,7 @@ final class BadInputIT {
     assertThat(lines).as("stderr").hasSize(1);
     assertThat(lines.get(0)).contains(names).doesNotContain("Exception", "\tat ");
     assertThat(r.stdout()).as("stdout").isEmpty();
-    assertThat(seconds).as("seconds to the error").isLessThan(5.0);
+    assertThat(seconds).as("seconds to the error (nothing waited on)").isLessThan(30.0);
     assertThat(rayProcesses()).as("Ray processes").isSubsetOf(rayBefore);
   }
 
