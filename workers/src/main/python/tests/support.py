@@ -30,7 +30,10 @@ def telemetry_env(runs_dir: Path, **overrides: str) -> dict[str, str]:
     env = {"RAVEL_TELEMETRY_RUN_ID": "test-run", "RAVEL_TELEMETRY_ENABLED": "true",
            "RAVEL_TELEMETRY_PRESET": "per_step", "RAVEL_TELEMETRY_EXPORTER": "file",
            "RAVEL_TELEMETRY_RUNS_DIR": str(runs_dir), "RAVEL_TELEMETRY_SERVICE_NAME": "ravel-test",
-           "RAVEL_TELEMETRY_ENGINE_TRACING": "false", "RAVEL_TELEMETRY_ENGINE_SAMPLE_RATIO": "1.0"}
+           "RAVEL_TELEMETRY_ENGINE_TRACING": "false", "RAVEL_TELEMETRY_ENGINE_SAMPLE_RATIO": "1.0",
+           # an hour: no request of a test is kept as "slow" because the machine was busy (the sampler's own
+           # tests set the threshold they check)
+           "RAVEL_TELEMETRY_ENGINE_SLOW_REQUEST_MS": "3600000"}
     env.update({"RAVEL_TELEMETRY_" + k.upper(): v for k, v in overrides.items()})
     return env
 

@@ -177,7 +177,7 @@ def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
         assert sorted(r["request_id"] for r in results) == [f"r{i}" for i in range(8)]
         blob_ref = t.weights.remote(c, "[]")
         assert json.loads(ray.get(w.update_weights.remote(c, json.dumps([{"$ref": 0}]), blob_ref), timeout=60)) == 0
-        stats = json.loads(ray.get(w.flush_telemetry.remote(c, "[5000]"), timeout=60))
+        stats = json.loads(ray.get(w.flush_telemetry.remote(c, "[60000]"), timeout=120))  # the flush returns when done
         assert stats["ended"] == 9 and stats["exported"] == 9
         files = list((tmp_path / "runs" / "ray-test").glob("traces-generation_worker-*.jsonl"))
         resource = json.loads(files[0].read_text().splitlines()[0])["resourceSpans"][0]["resource"]["attributes"]

@@ -93,13 +93,14 @@ def test_shutdown_flushes_and_is_idempotent(tmp_path):
 def test_dropped_spans_are_counted_and_add_up_once_flushed(tmp_path, monkeypatch):
     """Invariant: once flushed, ended = exported + failed + dropped, and the file holds exactly the exported spans.
 
-    The exporter is held until all spans have ended, so the queue (2) plus the one batch (2) the export thread may
-    have taken out of it cannot hold 5 spans: at least one is dropped, however the threads were scheduled.
+    The export thread is held inside its first export (of s0 and s1, a full batch) until all spans have ended, so
+    the queue (2) can hold two of s2-s4 and gives one up, however the threads are scheduled: exactly one span is dropped.
     """
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
     original = JsonLinesSpanExporter.export
 
     def held_export(self, spans):
+        entered.set()
         assert release.wait(60), "the test never released the exporter"
         return original(self, spans)
 
@@ -109,13 +110,15 @@ def test_dropped_spans_are_counted_and_add_up_once_flushed(tmp_path, monkeypatch
     for i in range(5):
         with t.tracer.start_as_current_span(f"s{i}"):
             pass
+        if i == 1:
+            assert entered.wait(60), "a full batch did not reach the exporter"
     release.set()
     t.shutdown()
     s = t.stats()
-    assert s.ended == 5 and s.failed == 0
+    assert (s.ended, s.exported, s.failed, s.dropped) == (5, 4, 0, 1)
     assert s.exported + s.failed + s.dropped == s.ended
-    assert 1 <= s.dropped <= 3
-    assert len(read_spans(t.span_file)) == s.exported
+    names = [x["name"] for x in read_spans(t.span_file)]  # which queued span the full queue gave up is the SDK's
+    assert len(names) == len(set(names)) == 4 and {"s0", "s1"} <= set(names) <= {f"s{i}" for i in range(5)}
 
 
 def test_otlp_settings_from_the_worker_environment(tmp_path):

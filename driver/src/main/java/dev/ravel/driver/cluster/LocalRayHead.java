@@ -138,8 +138,13 @@ public final class LocalRayHead implements AutoCloseable {
    * the PID alone).
    */
   static String ownStartTime() {
+    return startTime("self");
+  }
+
+  /** Field 22 of {@code /proc/<pid>/stat} (the process's start time), or "" where it cannot be read. */
+  static String startTime(String pid) {
     try {
-      String stat = Files.readString(Path.of("/proc/self/stat"));
+      String stat = Files.readString(Path.of("/proc", pid, "stat"));
       String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
       return f.length > 19 ? f[19] : "";
     } catch (IOException | RuntimeException e) {
@@ -219,6 +224,7 @@ public final class LocalRayHead implements AutoCloseable {
     private Map<String, String> base;
     private Path logDir;
     private Duration startTimeout = Duration.ofSeconds(90);
+    private ProcessHandle owner = ProcessHandle.current();
 
     private Builder(RayHome home) {
       this.home = Objects.requireNonNull(home);
@@ -275,6 +281,16 @@ public final class LocalRayHead implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The process whose end stops the head (default: this one). A head owned by a longer-lived process (a
+     * build that runs many test JVMs, say) outlives this JVM, and is stopped by its supervisor when the owner
+     * is gone, the owner told from a later process with its recycled PID by its start time.
+     */
+    public Builder ownedBy(ProcessHandle owner) {
+      this.owner = Objects.requireNonNull(owner, "owner");
+      return this;
+    }
+
     /** Starts the head and waits until the GCS (and the dashboard) answer. */
     public LocalRayHead start() {
       java.util.Set<Integer> taken = new java.util.HashSet<>();
@@ -308,7 +324,7 @@ public final class LocalRayHead implements AutoCloseable {
         throw new UncheckedIOException(e);
       }
       List<String> supervised = new ArrayList<>(List.of("bash", "-c", supervisorScript(), "ravel-head-supervisor",
-          String.valueOf(ProcessHandle.current().pid()), ownStartTime(), "--"));
+          String.valueOf(owner.pid()), startTime(String.valueOf(owner.pid())), "--"));
       supervised.addAll(cmd);
       ProcessBuilder pb = new ProcessBuilder(supervised).redirectErrorStream(true).redirectOutput(log.toFile());
       if (base != null) {

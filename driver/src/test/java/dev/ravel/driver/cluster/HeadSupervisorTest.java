@@ -25,6 +25,8 @@ final class HeadSupervisorTest {
   Path tmp;
 
   private final List<Process> started = new ArrayList<>();
+  /** The recorded head processes, as handles taken while they ran: a handle carries its process's start time. */
+  private final List<ProcessHandle> recordedHandles = new ArrayList<>();
 
   @AfterEach
   void stopAll() {
@@ -32,9 +34,8 @@ final class HeadSupervisorTest {
       p.descendants().forEach(ProcessHandle::destroyForcibly);
       p.destroyForcibly();
     }
-    for (String name : List.of("head", "child")) {
-      recorded(name).ifPresent(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
-    }
+    // never a PID read back from a file: by now it may name another process (pid_max is small, PIDs recycle)
+    recordedHandles.stream().filter(ProcessHandle::isAlive).forEach(ProcessHandle::destroyForcibly);
   }
 
   @Test
@@ -53,9 +54,9 @@ final class HeadSupervisorTest {
     assertThat(alive(child)).isTrue();
 
     driver.destroyForcibly(); // SIGKILL: nothing in the driver runs
-    assertThat(driver.waitFor(5, TimeUnit.SECONDS)).isTrue();
+    assertThat(driver.waitFor(60, TimeUnit.SECONDS)).isTrue();
 
-    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).as("supervisor ends").isTrue();
+    assertThat(supervisor.waitFor(60, TimeUnit.SECONDS)).as("supervisor ends").isTrue();
     assertThat(alive(head)).as("head").isFalse();
     assertThat(alive(child)).as("head's child").isFalse();
     assertThat(Files.readString(tmp.resolve("log"), StandardCharsets.UTF_8)).contains("driver " + driver.pid()
@@ -68,7 +69,7 @@ final class HeadSupervisorTest {
     Process supervisor = supervise(ProcessHandle.current().pid(), "1");
     long head = awaitRecorded("head");
 
-    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(supervisor.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(alive(head)).isFalse();
   }
 
@@ -80,7 +81,7 @@ final class HeadSupervisorTest {
 
     supervisor.destroy(); // SIGTERM, as LocalRayHead.close() sends
 
-    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(supervisor.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(alive(head)).isFalse();
     assertThat(alive(child)).isFalse();
   }
@@ -91,7 +92,7 @@ final class HeadSupervisorTest {
         "ravel-head-supervisor", String.valueOf(ProcessHandle.current().pid()), LocalRayHead.ownStartTime(), "--",
         "bash", "-c", "exit 3").redirectErrorStream(true).redirectOutput(tmp.resolve("log").toFile()));
 
-    assertThat(supervisor.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(supervisor.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(supervisor.exitValue()).isEqualTo(3);
   }
 
@@ -128,14 +129,15 @@ final class HeadSupervisorTest {
   }
 
   private long awaitRecorded(String name) throws InterruptedException {
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 600; i++) {
       var pid = recorded(name);
       if (pid.isPresent()) {
+        ProcessHandle.of(pid.get()).ifPresent(recordedHandles::add);
         return pid.get();
       }
       Thread.sleep(50);
     }
-    throw new AssertionError("no " + name + " PID recorded within 5 s");
+    throw new AssertionError("no " + name + " PID recorded within 30 s");
   }
 
   private static boolean alive(long pid) {

@@ -38,7 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  * port (and serves the dashboard when one is wanted). Every process the tests start is stopped by its own
  * PID.
  */
-@Timeout(60)
+@Timeout(180) // a hang guard only: each start waits on a condition, at most its start timeout
 @DisabledOnOs(OS.WINDOWS)
 final class LocalRayHeadTest {
   private static final int HEAD_PORT_MIN = 20000;
@@ -191,11 +191,12 @@ final class LocalRayHeadTest {
   void start_dashboardThatNeverAnswersTimesOutAndStopsTheHead() throws IOException {
     fakeRay(READY_WITH_CHILD);
     int port = serveDashboard(() -> 503);
-    LocalRayHead.Builder builder = builder().dashboardPort(port).dashboard(true).startTimeout(Duration.ofSeconds(1));
+    // long enough for the stand-in to have started and printed its line on a loaded machine (it takes ms)
+    LocalRayHead.Builder builder = builder().dashboardPort(port).dashboard(true).startTimeout(Duration.ofSeconds(5));
 
     assertThatThrownBy(builder::start)
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("did not become ready within 1 s")
+        .hasMessageContaining("did not become ready within 5 s")
         .hasMessageContaining("ray-head-" + gcs.getLocalPort() + ".log")
         .hasMessageContaining("Ray runtime started");
     assertThat(alive("pid")).as("head process").isFalse();
@@ -233,6 +234,30 @@ final class LocalRayHeadTest {
     assertThat(head.isAlive()).isFalse();
     assertThat(alive("pid")).as("head process").isFalse();
     assertThat(alive("child")).as("its child").isFalse();
+  }
+
+  @Test
+  void start_ownedByAnotherProcessStopsWhenThatProcessIsGone() throws Exception {
+    fakeRay(READY_WITH_CHILD);
+    Process owner = new ProcessBuilder("sleep", "300").start();
+    try {
+      LocalRayHead head = start(builder().dashboard(false).ownedBy(owner.toHandle()));
+      assertThat(alive("child")).isTrue();
+
+      owner.destroyForcibly(); // our own child, not yet reaped: its PID cannot have been reused
+      owner.waitFor();
+
+      // the supervisor polls its owner every 0.5 s: a generous bound for a loaded machine
+      long deadline = System.nanoTime() + Duration.ofSeconds(45).toNanos();
+      while ((head.isAlive() || alive("child")) && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertThat(head.isAlive()).as("supervisor").isFalse();
+      assertThat(alive("pid")).as("head process").isFalse();
+      assertThat(alive("child")).as("its child").isFalse();
+    } finally {
+      owner.destroyForcibly();
+    }
   }
 
   @Test

@@ -157,7 +157,8 @@ class JobsClientTest {
 
     assertThat(s).isEqualTo(JobStatus.RUNNING);
     assertThat(lines).containsExactly("partial line");
-    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(5));
+    // it returns at its timeout (0.3 s) instead of following a job that never ends; 30 s guards a loaded machine
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(30));
   }
 
   @Test

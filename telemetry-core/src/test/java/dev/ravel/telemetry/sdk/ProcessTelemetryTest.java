@@ -298,8 +298,10 @@ final class ProcessTelemetryTest {
     }
     ProcessTelemetry t = ProcessTelemetry.builder(config(ExporterKind.BOTH).toBuilder()
             .shutdownTimeout(java.time.Duration.ofSeconds(2)).build()).role("driver")
+        // an export timeout of two minutes: unbounded, close() would wait that long for the OTLP exporter
         .otlp(dev.ravel.telemetry.otlp.OtlpSettings.resolve(Map.of("OTEL_EXPORTER_OTLP_ENDPOINT",
-            "http://127.0.0.1:" + port, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")))
+            "http://127.0.0.1:" + port, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TIMEOUT", "120000")))
         .start();
     for (int i = 0; i < 20; i++) {
       t.spans().start(SpanGroup.STEP, SpanNames.GRPO_STEP).close();
@@ -308,7 +310,8 @@ final class ProcessTelemetryTest {
     t.close();
     ExportStats s = t.stats();
 
-    assertThat((System.nanoTime() - t0) / 1e9).as("bounded by the shutdown timeout").isLessThan(4.0);
+    // bounded by the shutdown timeout (2 s), not the exporter's (120 s): 30 s is ten times a loaded machine's figure
+    assertThat((System.nanoTime() - t0) / 1e9).as("bounded by the shutdown timeout").isLessThan(30.0);
     assertThat(s.exporters()).containsOnlyKeys(ProcessTelemetry.FILE_EXPORTER, ProcessTelemetry.OTLP_EXPORTER);
     assertThat(s.exporters().get("file")).isEqualTo(new ExportStats.Sent(20, 0, 0)); // not held back by OTLP
     ExportStats.Sent otlp = s.exporters().get("otlp");

@@ -18,6 +18,8 @@ final class LocalHandleTest {
     String fail(String message);
 
     int slow(long millis);
+
+    int meet(long timeoutMillis);
   }
 
   public static final class CounterActor extends RavelActor implements Counter {
@@ -44,6 +46,22 @@ final class LocalHandleTest {
       maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
       try {
         Thread.sleep(millis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      running.decrementAndGet();
+      return maxRunning.get();
+    }
+
+    /** Waits (at most {@code timeoutMillis}) until another call runs beside this one; the most seen at once. */
+    @Override
+    public int meet(long timeoutMillis) {
+      maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
+      long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+      try {
+        while (maxRunning.get() < 2 && System.nanoTime() < deadline) {
+          Thread.sleep(1);
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -90,13 +108,13 @@ final class LocalHandleTest {
     refs.forEach(RavelRef::get);
     assertThat(one.call(Counter::slow, 0L).get()).isEqualTo(1);
 
+    // two calls that each wait for the other (60 s at most): they meet only if the handle serves them at once
     RavelActorHandle<Counter> four = counter(4);
     List<RavelRef<Integer>> parallel = new ArrayList<>();
-    for (int i = 0; i < 4; i++) {
-      parallel.add(four.call(Counter::slow, 300L));
+    for (int i = 0; i < 2; i++) {
+      parallel.add(four.call(Counter::meet, 60_000L));
     }
-    parallel.forEach(RavelRef::get);
-    assertThat(four.call(Counter::slow, 0L).get()).isGreaterThan(1);
+    assertThat(parallel).allSatisfy(r -> assertThat(r.get()).isEqualTo(2));
   }
 
   @Test

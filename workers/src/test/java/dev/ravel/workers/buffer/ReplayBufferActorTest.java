@@ -110,7 +110,7 @@ final class ReplayBufferActorTest {
     BufferBatch batch = buffer.take(0, 1, 1, 0);
 
     assertThat(batch.rollouts()).isEmpty();
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
   }
 
   @Test

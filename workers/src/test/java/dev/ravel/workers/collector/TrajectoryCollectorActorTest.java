@@ -123,6 +123,11 @@ final class TrajectoryCollectorActorTest {
       BufferBatch first = c.buffer().call(ReplayBuffer::take, 0L, 2, 1L, 60_000L).get();
 
       assertThat(first.rollouts()).hasSize(2); // the fast call's groups, while the slow call is held
+      // the fast call leaves the in-flight count just after its groups reach the buffer; the held one cannot
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+      while (c.collector().stats().inFlight() != 1 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
       assertThat(c.collector().stats().inFlight()).isEqualTo(1);
       release.countDown();
       BufferBatch rest = c.buffer().call(ReplayBuffer::take, 0L, 1, 1L, 60_000L).get();

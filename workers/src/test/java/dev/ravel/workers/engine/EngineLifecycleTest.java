@@ -28,7 +28,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-@Timeout(20)
+@Timeout(120) // a hang guard only: nothing here asserts a duration
 final class EngineLifecycleTest {
   private final List<EmbeddedEngine> engines = new ArrayList<>();
 
@@ -144,17 +144,18 @@ final class EngineLifecycleTest {
     FakeModel v1 = FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
       generating.countDown();
       try {
-        Thread.sleep(2); // 400 tokens take most of a second: the switch lands mid-batch
+        Thread.sleep(2); // slows v1 down; it cannot finish on its own before the switch in any case
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
     });
-    EmbeddedEngine engine = engine(config().build(), v1, OpenTelemetry.noop());
+    EmbeddedEngine engine = engine(config().kvTokenBudget(10_000_000).build(), v1, OpenTelemetry.noop());
     try {
       CompletableFuture<List<GenerationResult>> running = CompletableFuture.supplyAsync(
-          () -> engine.generate(batch("m", 4, 400)));
+          () -> engine.generate(batch("m", 4, 100_000))); // v1 never ends a request: 100,000 tokens, no EOS
       assertThat(generating.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-      assertThat(engine.updateModelAndWait(FakeModel.of(2).eosLogit(FakeModel.NEVER))).isEqualTo(2);
+      // v2 ends every request at its first token (EOS always wins): the batch can end only after the switch
+      assertThat(engine.updateModelAndWait(FakeModel.of(2).eosLogit(100f))).isEqualTo(2);
       assertThat(engine.servedVersion()).isEqualTo(2);
       assertThat(running.get(60, java.util.concurrent.TimeUnit.SECONDS))
           .allSatisfy(r -> assertThat(r.weightVersion()).isEqualTo(2));
@@ -192,13 +193,13 @@ final class EngineLifecycleTest {
     assertThat(engine.snapshot().running()).isZero();
     assertThat(engine.snapshot().waiting()).isZero();
 
-    GenerationResult afterClose = engine.submit(request("late", 3, 4, 1)).get(1, TimeUnit.SECONDS);
+    GenerationResult afterClose = engine.submit(request("late", 3, 4, 1)).get(30, TimeUnit.SECONDS);
     assertThat(afterClose.finishReason()).isEqualTo(FinishReason.ABORT);
     engine.close();
   }
 
   @Test
-  @Timeout(5)
+  @Timeout(60)
   void submit_modelThrowsAnErrorInPrefillAtAdmission_failsThatRequestAndTheOthersNamingTheError() throws Exception {
     Telemetry telemetry = new Telemetry();
     try {
@@ -233,7 +234,7 @@ final class EngineLifecycleTest {
       assertThat(stats.running()).isZero();
       assertThat(stats.waiting()).isZero();
       assertThat(stats.kvTokensUsed()).isZero();
-      GenerationResult later = engine.submit(request("later", 3, 4, 1)).get(1, TimeUnit.SECONDS);
+      GenerationResult later = engine.submit(request("later", 3, 4, 1)).get(30, TimeUnit.SECONDS);
       assertThat(later.error()).isEqualTo(error);
     } finally {
       telemetry.close();

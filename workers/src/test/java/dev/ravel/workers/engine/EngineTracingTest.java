@@ -29,7 +29,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-@Timeout(20)
+@Timeout(120) // a hang guard only: nothing here asserts a duration
 final class EngineTracingTest {
   private final Telemetry telemetry = new Telemetry();
   private final List<EmbeddedEngine> engines = new ArrayList<>();
@@ -240,16 +240,19 @@ final class EngineTracingTest {
 
   @Test
   void metrics_gauges_reportTheLoadWhileRequestsRun() throws Exception {
-    EmbeddedEngine engine = engine(config().maxRunningRequests(2).kvTokenBudget(100).build(),
+    // two slots, a KV budget that never forces a preemption and requests that cannot finish on their own (no EOS,
+    // a million tokens): once two run, the load stays 2 running + 3 waiting until close(), however slow the machine
+    EmbeddedEngine engine = engine(config().maxRunningRequests(2).kvTokenBudget(10_000_000).build(),
         FakeModel.of(1).eosLogit(FakeModel.NEVER).delayed(1_000_000));
     List<java.util.concurrent.CompletableFuture<GenerationResult>> futures = new ArrayList<>();
-    for (GenerationRequest r : batch("g", 5, 1000)) {
+    for (GenerationRequest r : batch("g", 5, 1_000_000)) {
       futures.add(engine.submit(r));
     }
-    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (engine.snapshot().running() < 2 && System.nanoTime() < deadline) {
       Thread.sleep(2);
     }
+    assertThat(engine.snapshot().running()).as("requests running").isEqualTo(2);
 
     assertThat(gauge(EngineNames.METRIC_REQUESTS_RUNNING)).isEqualTo(2);
     assertThat(gauge(EngineNames.METRIC_REQUESTS_WAITING)).isEqualTo(3);

@@ -34,7 +34,8 @@ final class Requests {
     return rs;
   }
 
+  /** An engine config for tests: no request is kept as "slow" because the machine was busy (sampler tests set it). */
   static EngineConfig.Builder config() {
-    return EngineConfig.builder().eosToken(FakeModel.EOS);
+    return EngineConfig.builder().eosToken(FakeModel.EOS).slowRequest(java.time.Duration.ofHours(1));
   }
 }
