@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ravel.driver.demo.RelayDemo;
 import dev.ravel.driver.session.DriverSession;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -34,7 +35,7 @@ final class TraceAcrossActorsIT {
   @BeforeAll
   static void runDemo() {
     config = TelemetryConfig.builder().runId("it-trace").runsDir(runs).build();
-    session = DriverSession.builder(config).env(TestEnv.clean()).start();
+    session = DriverSession.builder(config).env(SharedRayHead.env()).start();
     demo = new RelayDemo(session);
     result = demo.run(2);
     try {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.Procs;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,7 +39,7 @@ final class ResumeIT {
 
   @Test
   void resume_afterTheDriversSigkill_endsWithTheWeightsOfTheUninterruptedRun() throws Exception {
-    RavelCommand.Result straight = RavelCommand.run(TestEnv.clean(), 300, runArgs("straight").toArray(String[]::new));
+    RavelCommand.Result straight = RavelCommand.run(SharedRayHead.env(), 300, runArgs("straight").toArray(String[]::new));
     assertThat(straight.exitCode()).as(straight.stdout() + straight.stderr()).isZero();
     JsonNode full = runJson("straight");
     String expected = full.get("final_weights_sha256").asText();

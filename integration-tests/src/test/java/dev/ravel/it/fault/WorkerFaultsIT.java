@@ -7,7 +7,7 @@ import dev.ravel.driver.grpo.GrpoRun;
 import dev.ravel.driver.grpo.StepListener;
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.driver.session.DriverSession;
-import dev.ravel.it.support.Procs;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.SpanNames;
@@ -16,13 +16,21 @@ import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
 import dev.ravel.workers.buffer.BufferStats;
 import dev.ravel.workers.collector.CollectorStats;
+import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.fault.FaultStats;
+import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -38,47 +46,72 @@ final class WorkerFaultsIT {
   private static final int PROMPTS = 16;
   private static final int GROUP = 8;
   private static final int WORKERS = 2;
-  /** The step after which the kill is armed (1-based): it lands in the next step's generation. */
+  /**
+   * The step after which the kill is armed (1-based): it lands in a later step's generation (the next one's,
+   * unless the killer was kept off the CPU for all of it).
+   */
   private static final int ARMED_AFTER = 2;
   /** The step after which the reward environment is killed (sync). */
   private static final int REWARD_KILLED_AFTER = 4;
-  /** CPU ticks (1/100 s) the worker must burn in 160 ms right before the kill (half a core): it is generating. */
-  private static final long BUSY_TICKS = 8;
-  private static final int WINDOW = 9;
+  /** The killer samples the worker's engine thread this often (its CPU time is counted in 10 ms ticks). */
+  private static final long POLL_MS = 10;
+  /** Samples the killer looks back over (about 60 ms). */
+  private static final int WINDOW = 6;
+  /** The engine thread's name prefix ({@code EngineLoop}: "ravel-engine-<model>-<n>", 15 chars in /proc). */
+  private static final String ENGINE_THREAD = "ravel-engine";
+  /** The frame of the sync loop's generate calls on the driver's thread ({@code SyncLoop} is package-private). */
+  private static final String SYNC_LOOP = "dev.ravel.driver.grpo.SyncLoop";
+  /** A bound on the killer's wait, far past a whole run; normally it ends with the run or its kill. */
+  private static final long KILLER_BOUND_MINUTES = 30;
 
   @TempDir
   Path runs;
 
-  private record Finished(List<StepMetrics> steps, FaultStats faults, long killedPid, long rewardKilledPid,
-      RunTraces traces, CollectorStats collector, BufferStats buffer, RunConfig config) {}
+  private record Finished(List<StepMetrics> steps, FaultStats faults, long killedPid, String killerNote,
+      ProcessHandle target, long rewardKilledPid, RunTraces traces, CollectorStats collector, BufferStats buffer,
+      RunConfig config) {}
+
+  /** One look at the engine thread(s): their CPU ticks so far, and whether one is running (state R). */
+  private record Sample(long ticks, boolean running) {}
 
   private Finished runKillingWorker1(String runId, String mode) throws Exception {
     RunConfig config = RunConfig.load(null, List.of("run.mode=" + mode, "grpo.steps=" + STEPS,
         "grpo.prompts_per_step=" + PROMPTS, "grpo.group_size=" + GROUP, "generation.workers=" + WORKERS,
         "grpo.max_new_tokens=48", "generation.ignore_eos=true", "model.java_hidden=512", "grpo.kl_beta=0",
         "telemetry.preset=per_step", "telemetry.run_id=" + runId, "telemetry.runs_dir=" + runs), TestEnv.clean());
-    DriverSession session = DriverSession.builder(config.telemetry()).env(TestEnv.clean())
+    DriverSession session = DriverSession.builder(config.telemetry()).env(SharedRayHead.env())
         .workerJvmOptions(List.of("-Xmx384m", "-XX:+UseSerialGC")).start();
     AtomicReference<GrpoRun> run = new AtomicReference<>();
     AtomicLong killed = new AtomicLong(-1);
+    AtomicReference<String> killerNote = new AtomicReference<>("the killer was not armed");
+    AtomicReference<ProcessHandle> target = new AtomicReference<>();
+    AtomicBoolean runEnded = new AtomicBoolean();
     AtomicLong rewardKilled = new AtomicLong(-1);
     List<Thread> killers = new ArrayList<>();
     StepListener listener = (m, total) -> {
       if (m.step() == ARMED_AFTER) {
         long pid = run.get().faults().processes().get("generation_worker/1").get(0);
-        // sync: well into the next step's generation, by this step's phase times (the next step's refit
-        // and data are short, its generation as long as this one's); async: the step has just refit and
-        // published, so the collector's calls for the next target are being generated now (most often:
-        // the kill may also find the collector paused for a refit)
-        boolean sync = mode.equals("sync");
-        long delayMs = sync ? (long) (1000 * (2 * (m.phases().getOrDefault("data", 0.0)
-            + m.phases().getOrDefault("refit", 0.0)) + 0.35 * m.phases().get("generation"))) : 50;
-        long busyTicks = BUSY_TICKS;
-        System.out.println("fault: killing pid " + pid + " in " + delayMs + " ms; step " + m.step() + " phases " + m.phases());
-        Thread t = new Thread(() -> killWhenBusy(pid, delayMs, busyTicks, killed), "killer");
-        t.setDaemon(true);
-        t.start();
-        killers.add(t);
+        // the handle is taken now, while the worker has just served this step: it names that process only,
+        // so the SIGKILL can never reach a later holder of the PID
+        ProcessHandle worker = ProcessHandle.of(pid).orElse(null);
+        target.set(worker);
+        // sync: the kill must land inside a generate call, as the exact counts asserted below depend on it;
+        // the listener runs on the driver's thread, which the killer watches for the step's generate calls.
+        // async: the collector issues the generate calls, so only the engine's activity tells (a kill that
+        // finds the collector paused for a refit is allowed for by that test's assertions)
+        Thread driver = Thread.currentThread();
+        BooleanSupplier gate = mode.equals("sync") ? () -> waitingOnGenerateCalls(driver) : null;
+        int minTicks = mode.equals("sync") ? 1 : 2;
+        System.out.println("fault: killing pid " + pid + " in a later generation; step " + m.step() + " phases "
+            + m.phases());
+        killerNote.set("worker pid " + pid + " had ended before the killer was armed");
+        if (worker != null) {
+          Thread t = new Thread(() -> killWhileGenerating(worker, minTicks, gate, runEnded::get, killed, killerNote),
+              "killer");
+          t.setDaemon(true);
+          t.start();
+          killers.add(t);
+        }
       }
       if (m.step() == REWARD_KILLED_AFTER && mode.equals("sync")) {
         // the reward environment, between steps: the next step's score call finds it dead
@@ -92,55 +125,137 @@ final class WorkerFaultsIT {
       run.set(new GrpoRun(session, config, listener));
       steps = run.get().run();
     } finally {
+      runEnded.set(true); // a killer still waiting for a generation gives up (within one poll)
       session.close();
     }
     for (Thread t : killers) {
-      t.join(5_000);
+      t.join(60_000); // it ends within a poll of the run's end; the bound only keeps a hang from hiding
     }
     GrpoRun r = run.get();
-    return new Finished(steps, r.faults(), killed.get(), rewardKilled.get(), RunTraces.readDir(config.telemetry().runDir()),
-        r.collectorStats(), r.bufferStats(), config);
+    return new Finished(steps, r.faults(), killed.get(), killerNote.get(), target.get(), rewardKilled.get(),
+        RunTraces.readDir(config.telemetry().runDir()), r.collectorStats(), r.bufferStats(), config);
   }
 
   /**
-   * After {@code delayMs}, waits (bounded) until {@code pid} is computing, {@code busyTicks} of CPU in the
-   * last {@link #WINDOW} samples 20 ms apart (a generate call; a weight load or a stats call is a short
-   * burst), then kills it with SIGKILL.
+   * Kills {@code worker} with SIGKILL (through its handle: that process only) at a moment it is certainly
+   * inside a generate call: its engine's scheduler thread ({@link #ENGINE_THREAD}, which runs only while
+   * requests are being generated, or for an instant to switch weights) is running (state R) at the last
+   * sample, and used at least {@code minTicks} ticks of CPU over the last {@link #WINDOW} samples (telling a
+   * generation from a weight switch), all taken while {@code gate} (when given) held. Nothing here is a delay
+   * or a CPU share: a loaded machine only makes the kill come later in the generation; a generation missed
+   * entirely (the killer kept off the CPU until it ended) closes the gate, and the next step's generation is
+   * waited for instead. {@code note} says what happened, for when no kill did.
    */
-  private static void killWhenBusy(long pid, long delayMs, long busyTicks, AtomicLong killed) {
+  private static void killWhileGenerating(ProcessHandle worker, int minTicks, BooleanSupplier gate,
+      BooleanSupplier runEnded, AtomicLong killed, AtomicReference<String> note) {
+    long pid = worker.pid();
+    note.set("the killer of worker pid " + pid + " is waiting for a generation");
     try {
-      Thread.sleep(delayMs);
-      java.util.ArrayDeque<Long> window = new java.util.ArrayDeque<>();
-      for (int i = 0; i < 3000; i++) {
-        window.addLast(cpuTicks(pid));
-        if (window.size() > WINDOW) {
-          window.removeFirst();
-        }
-        if (window.size() == WINDOW && window.getLast() - window.getFirst() >= busyTicks) {
-          break;
-        }
-        Thread.sleep(20);
+      List<Path> engine = engineThreads(pid);
+      if (engine.isEmpty()) {
+        note.set("worker pid " + pid + " has no " + ENGINE_THREAD + "* thread in /proc/" + pid + "/task");
+        return;
       }
-      ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly); // SIGKILL to that PID only
-      killed.set(pid);
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
+      ArrayDeque<Sample> window = new ArrayDeque<>();
+      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(KILLER_BOUND_MINUTES);
+      while (!runEnded.getAsBoolean() && System.nanoTime() < deadline) {
+        if (!worker.isAlive()) {
+          note.set("worker pid " + pid + " ended before the killer saw it generate");
+          return;
+        }
+        if (gate != null && !gate.getAsBoolean()) {
+          window.clear(); // only samples taken inside the step's generation count
+        } else {
+          Sample now = sample(engine);
+          window.addLast(now);
+          if (window.size() > WINDOW) {
+            window.removeFirst();
+          }
+          if (now.running() && now.ticks() - window.getFirst().ticks() >= minTicks
+              && (gate == null || gate.getAsBoolean())) {
+            if (worker.destroyForcibly()) {
+              killed.set(pid);
+              note.set("worker pid " + pid + " killed while generating");
+            } else {
+              note.set("SIGKILL to worker pid " + pid + " could not be sent");
+            }
+            return;
+          }
+        }
+        Thread.sleep(POLL_MS);
+      }
+      note.set("worker pid " + pid + " was not seen generating before the run ended");
+    } catch (IOException | RuntimeException e) {
+      note.set("reading worker pid " + pid + "'s engine thread failed (did it end?): " + e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      note.set("the killer of worker pid " + pid + " was interrupted");
     }
   }
 
-  /** utime + stime of {@code pid}, from {@code /proc/<pid>/stat}. */
-  private static long cpuTicks(long pid) throws Exception {
-    String stat = Files.readString(Path.of("/proc", String.valueOf(pid), "stat"));
-    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-    return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+  /**
+   * Whether {@code driver} (the thread running the sync loop) waits on the step's generate calls: inside
+   * {@code SyncLoop.generate}, reading a call's result ({@code Failover.Pending.get}), which happens only once
+   * every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
+   * {@code Pending.get} too, but not under {@code generate}).
+   */
+  private static boolean waitingOnGenerateCalls(Thread driver) {
+    boolean readingResult = false;
+    for (StackTraceElement f : driver.getStackTrace()) { // innermost frame first
+      if (f.getClassName().equals(Failover.Pending.class.getName()) && f.getMethodName().equals("get")) {
+        readingResult = true;
+      } else if (readingResult && f.getClassName().equals(SYNC_LOOP) && f.getMethodName().equals("generate")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The {@code stat} files of {@code pid}'s threads named {@link #ENGINE_THREAD}... (one per engine). */
+  private static List<Path> engineThreads(long pid) throws IOException {
+    List<Path> out = new ArrayList<>();
+    try (Stream<Path> tasks = Files.list(Path.of("/proc", String.valueOf(pid), "task"))) {
+      for (Path task : tasks.toList()) {
+        try {
+          if (Files.readString(task.resolve("comm")).strip().startsWith(ENGINE_THREAD)) {
+            out.add(task.resolve("stat"));
+          }
+        } catch (NoSuchFileException e) {
+          // a thread that ended meanwhile
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * utime + stime of the threads whose {@code /proc/<pid>/task/<tid>/stat} files are {@code stats}, and
+   * whether one of them is running or runnable (state R) now.
+   */
+  private static Sample sample(List<Path> stats) throws IOException {
+    long ticks = 0;
+    boolean running = false;
+    for (Path stat : stats) {
+      String line = Files.readString(stat);
+      String[] f = line.substring(line.lastIndexOf(')') + 2).split(" ");
+      running |= f[0].equals("R");
+      ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    }
+    return new Sample(ticks, running);
   }
 
   @Test
   void sync_workerKilledWhileGenerating_isRestartedWithTheWeightsAndItsRequestsAreIssuedAgainOnce() throws Exception {
     Finished f = runKillingWorker1("it-fault-sync", "sync");
 
-    assertThat(f.killedPid()).isPositive();
-    assertThat(Procs.alive(List.of(f.killedPid()))).isEmpty();
+    // The kill landed inside a generate call, by construction rather than timing: the killer sent it only
+    // while the driver waited on the step's generate calls (so that step's refit had ended and worker 1's
+    // call was issued) and worker 1's engine was computing (it does so only for a generate call, which
+    // returns when all its requests are done). So the counts below are exact: the one generate call and the
+    // one score call failed, each was issued again once, and the generate call's whole share went again.
+    assertThat(f.killedPid()).as(f.killerNote()).isPositive();
+    // gone, by its handle (PID and start time): its PID may since have been given to another process
+    assertThat(f.target().isAlive()).as("the killed worker process").isFalse();
     assertThat(f.steps()).hasSize(STEPS).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP));
     assertThat(Files.readAllLines(f.config().telemetry().runDir().resolve("steps.jsonl"))).hasSize(STEPS);
     FaultStats faults = f.faults();
@@ -193,7 +308,7 @@ final class WorkerFaultsIT {
   void async_workerKilledWhileGenerating_noTrajectoryIsLostOrTrainedTwice() throws Exception {
     Finished f = runKillingWorker1("it-fault-async", "async");
 
-    assertThat(f.killedPid()).isPositive();
+    assertThat(f.killedPid()).as(f.killerNote()).isPositive();
     assertThat(f.steps()).hasSize(STEPS).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP));
     FaultStats faults = f.faults();
     assertThat(faults.restarts()).isEqualTo(1);

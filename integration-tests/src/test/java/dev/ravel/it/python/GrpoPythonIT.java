@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
@@ -38,7 +39,7 @@ final class GrpoPythonIT {
   void run_rewardRisesAndPythonSpansAreInTheirStepsTraces(String mode) throws Exception {
     String id = "it-python-" + mode;
     // async trains on trajectories up to a version old and learns more slowly: 50 steps to sync's 40
-    RavelCommand.Result r = RavelCommand.run(TestEnv.clean(), 900, "run", example(), "run.mode=" + mode,
+    RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 900, "run", example(), "run.mode=" + mode,
         "grpo.steps=" + (mode.equals("sync") ? 40 : 50), "telemetry.run_id=" + id, "telemetry.runs_dir=" + runs,
         "telemetry.engine_sample_ratio=1.0");
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();

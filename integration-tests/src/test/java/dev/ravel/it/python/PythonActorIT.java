@@ -3,6 +3,7 @@ package dev.ravel.it.python;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.driver.session.DriverSession;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.config.TelemetryConfig;
@@ -49,7 +50,7 @@ final class PythonActorIT {
   @BeforeAll
   static void run() {
     config = TelemetryConfig.builder().runId("it-python-actor").runsDir(runs).build();
-    session = DriverSession.builder(config).env(TestEnv.clean()).start();
+    session = DriverSession.builder(config).env(SharedRayHead.env()).start();
     PythonModel model = new PythonModel("gpt2", 14, 1, 16, 2, 12);
     GrpoConfig grpo = GrpoConfig.builder().groupSize(GROUP).promptsPerStep(1).build();
     RavelActorHandle<PolicyTrainer> trainer = session.pythonActor(PythonWorkers.POLICY_TRAINER,

@@ -20,19 +20,19 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 /** A small Python generation worker for the environment tests, and what its process sees. */
-final class PythonWorkerProcess {
+public final class PythonWorkerProcess {
   private PythonWorkerProcess() {}
 
-  static final PythonModel MODEL = new PythonModel("gpt2", 14, 1, 16, 2, 12);
+  public static final PythonModel MODEL = new PythonModel("gpt2", 14, 1, 16, 2, 12);
 
-  static RavelActorHandle<GenerationWorker> start(DriverSession session) {
+  public static RavelActorHandle<GenerationWorker> start(DriverSession session) {
     return session.pythonActor(PythonWorkers.GENERATION_WORKER,
         PythonWorkers.generationSpec(MODEL, 7, 13, "ravel-tiny", "transformers", 64, "cpu"), GenerationWorker.class)
         .maxConcurrency(4).remote();
   }
 
   /** {@code n} requests for "1+2=" with seeds 0..n-1. */
-  static List<GenerationRequest> requests(int n) {
+  public static List<GenerationRequest> requests(int n) {
     List<GenerationRequest> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       out.add(GenerationRequest.of("env-" + i, new int[] {1, 10, 2, 12},
@@ -41,12 +41,12 @@ final class PythonWorkerProcess {
     return out;
   }
 
-  static List<GenerationResult> generate(RavelActorHandle<GenerationWorker> worker, int n) {
+  public static List<GenerationResult> generate(RavelActorHandle<GenerationWorker> worker, int n) {
     return worker.call(GenerationWorker::generate, requests(n)).get();
   }
 
   /** The pid of the (one) process of {@code role} that wrote a span file in {@code runDir}. */
-  static long pid(Path runDir, String role) {
+  public static long pid(Path runDir, String role) {
     try (Stream<Path> files = Files.list(runDir)) {
       List<Long> pids = files.map(p -> p.getFileName().toString())
           .filter(f -> f.startsWith("traces-" + role + "-") && f.endsWith(".jsonl"))
@@ -62,7 +62,7 @@ final class PythonWorkerProcess {
   }
 
   /** The environment a running process started with ({@code /proc/<pid>/environ}). */
-  static Map<String, String> environment(long pid) {
+  public static Map<String, String> environment(long pid) {
     try {
       String raw = new String(Files.readAllBytes(Path.of("/proc", Long.toString(pid), "environ")), StandardCharsets.UTF_8);
       Map<String, String> env = new HashMap<>();

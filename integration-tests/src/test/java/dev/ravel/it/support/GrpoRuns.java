@@ -10,7 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Runs a GRPO run on a fresh local head and reads its spans back from the JSONL files. */
+/** Runs a GRPO run on the shared Ray head ({@link SharedRayHead}) and reads its spans back from the JSONL files. */
 public final class GrpoRuns {
   private GrpoRuns() {}
 
@@ -22,7 +22,7 @@ public final class GrpoRuns {
     o.add("telemetry.run_id=" + runId);
     o.add("telemetry.runs_dir=" + runsDir);
     RunConfig config = RunConfig.load(null, o, TestEnv.clean());
-    DriverSession session = DriverSession.builder(config.telemetry()).env(TestEnv.clean())
+    DriverSession session = DriverSession.builder(config.telemetry()).env(SharedRayHead.env())
         .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start();
     List<StepMetrics> steps;
     try {

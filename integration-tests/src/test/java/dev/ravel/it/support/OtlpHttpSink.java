@@ -1,5 +1,6 @@
 package dev.ravel.it.support;
 
+import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
@@ -15,12 +16,15 @@ import io.opentelemetry.proto.trace.v1.ScopeSpans;
 import io.opentelemetry.proto.trace.v1.Span;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 
@@ -28,14 +32,30 @@ import javax.net.ssl.SSLContext;
  * An OTLP/HTTP traces receiver on 127.0.0.1 that decodes each protobuf {@code ExportTraceServiceRequest}
  * and keeps its spans, and each {@code ExportMetricsServiceRequest}'s metric names: where a test needs to see
  * exactly which process exported what, to which endpoint.
+ *
+ * <p>What it keeps is what its clients were told it took: a request's spans (metrics) are visible as soon as
+ * they are decoded, and taken back if its response could not be sent whole (the client sees a failure then).
+ * {@link #close()} is the backend going down without cutting a request in half: it stops taking requests (one
+ * arriving from then on loses its connection, unanswered, like one to a dead server, and is not kept), waits
+ * for the requests being handled to be answered, then closes the listening socket and every connection. So
+ * once {@code close()} returned, {@link #spans()} is exactly the spans of the requests answered 200.
  */
 public final class OtlpHttpSink implements AutoCloseable {
+  /** How long {@link #close()} waits for the requests being handled (each normally takes milliseconds). */
+  private static final long DRAIN_SECONDS = 60;
+
   private final HttpServer server;
   private final String scheme;
   private final AtomicInteger requests = new AtomicInteger();
-  private final List<Received> spans = new CopyOnWriteArrayList<>();
-  private final List<ReceivedMetric> metrics = new CopyOnWriteArrayList<>();
+  /** One entry per request whose spans are kept, so that a request not answered is taken back whole. */
+  private final List<List<Received>> spanBatches = new CopyOnWriteArrayList<>();
+  private final List<List<ReceivedMetric>> metricBatches = new CopyOnWriteArrayList<>();
   private final List<String> authorizations = new CopyOnWriteArrayList<>();
+  private final Object lock = new Object();
+  /** Guarded by {@link #lock}: whether requests are still taken, and how many are being handled. */
+  private boolean accepting = true;
+  private int inFlight;
+  private boolean closed;
 
   public OtlpHttpSink() throws IOException {
     this(HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0), "http");
@@ -52,60 +72,120 @@ public final class OtlpHttpSink implements AutoCloseable {
     this.server = server;
     this.scheme = scheme;
     server.createContext("/", exchange -> {
+      boolean take;
+      synchronized (lock) {
+        take = accepting;
+        if (take) {
+          inFlight++;
+        }
+      }
+      if (!take) {
+        // the backend is down: no answer, the connection is dropped (closing an exchange that sent no
+        // response headers closes its connection), nothing kept
+        exchange.close();
+        return;
+      }
+      try {
+        serve(exchange);
+      } finally {
+        synchronized (lock) {
+          inFlight--;
+          lock.notifyAll();
+        }
+      }
+    });
+    server.start();
+  }
+
+  private void serve(HttpExchange exchange) {
+    try {
       requests.incrementAndGet();
       String auth = exchange.getRequestHeaders().getFirst("Authorization");
       authorizations.add(auth == null ? "" : auth);
-      if (exchange.getRequestURI().getPath().endsWith("/v1/metrics")) {
-        try (InputStream in = exchange.getRequestBody()) {
-          ExportMetricsServiceRequest req = ExportMetricsServiceRequest.parseFrom(in.readAllBytes());
+      String path = exchange.getRequestURI().getPath();
+      byte[] request;
+      try (InputStream in = exchange.getRequestBody()) {
+        request = in.readAllBytes();
+      } catch (IOException | RuntimeException e) {
+        respond(exchange, 400, null);
+        return;
+      }
+      if (path.endsWith("/v1/metrics")) {
+        List<ReceivedMetric> batch = new ArrayList<>();
+        try {
+          ExportMetricsServiceRequest req = ExportMetricsServiceRequest.parseFrom(request);
           for (ResourceMetrics rm : req.getResourceMetricsList()) {
             Map<String, String> resource = attrs(rm.getResource().getAttributesList());
             for (ScopeMetrics sm : rm.getScopeMetricsList()) {
               for (Metric m : sm.getMetricsList()) {
-                metrics.add(new ReceivedMetric(exchange.getRequestURI().getPath(), resource, m.getName()));
+                batch.add(new ReceivedMetric(path, resource, m.getName()));
               }
             }
           }
-          exchange.sendResponseHeaders(200, -1);
         } catch (IOException | RuntimeException e) {
-          exchange.sendResponseHeaders(400, -1);
-        } finally {
-          exchange.close();
+          respond(exchange, 400, null);
+          return;
+        }
+        List<ReceivedMetric> kept = List.copyOf(batch);
+        metricBatches.add(kept);
+        if (!respond(exchange, 200, null)) {
+          metricBatches.remove(kept); // the client was not told: not received
         }
         return;
       }
-      if (!exchange.getRequestURI().getPath().endsWith("/v1/traces")) {
-        exchange.getRequestBody().readAllBytes();
-        exchange.sendResponseHeaders(404, -1);
-        exchange.close();
+      if (!path.endsWith("/v1/traces")) {
+        respond(exchange, 404, null);
         return;
       }
-      try (InputStream in = exchange.getRequestBody()) {
-        ExportTraceServiceRequest req = ExportTraceServiceRequest.parseFrom(in.readAllBytes());
+      List<Received> batch = new ArrayList<>();
+      try {
+        ExportTraceServiceRequest req = ExportTraceServiceRequest.parseFrom(request);
         for (ResourceSpans rs : req.getResourceSpansList()) {
           String role = attr(rs.getResource().getAttributesList(), "rl.process.role");
           String service = attr(rs.getResource().getAttributesList(), "service.name");
           Map<String, String> resource = attrs(rs.getResource().getAttributesList());
           for (ScopeSpans ss : rs.getScopeSpansList()) {
             for (Span s : ss.getSpansList()) {
-              spans.add(new Received(exchange.getRequestURI().getPath(), service, role, s.getName(),
+              batch.add(new Received(path, service, role, s.getName(),
                   HexFormat.of().formatHex(s.getTraceId().toByteArray()),
                   HexFormat.of().formatHex(s.getSpanId().toByteArray()),
                   HexFormat.of().formatHex(s.getParentSpanId().toByteArray()), resource));
             }
           }
         }
-        byte[] body = ExportTraceServiceResponse.getDefaultInstance().toByteArray();
-        exchange.getResponseHeaders().add("Content-Type", "application/x-protobuf");
-        exchange.sendResponseHeaders(200, body.length);
-        exchange.getResponseBody().write(body);
       } catch (IOException | RuntimeException e) {
-        exchange.sendResponseHeaders(400, -1);
-      } finally {
-        exchange.close();
+        respond(exchange, 400, null);
+        return;
       }
-    });
-    server.start();
+      List<Received> kept = List.copyOf(batch);
+      spanBatches.add(kept);
+      if (!respond(exchange, 200, ExportTraceServiceResponse.getDefaultInstance().toByteArray())) {
+        spanBatches.remove(kept); // the client was not told: not received
+      }
+    } finally {
+      exchange.close();
+    }
+  }
+
+  /**
+   * Sends a response ({@code body} null: none), protobuf-typed when it has a body; true when all of it was
+   * written to the connection.
+   */
+  private static boolean respond(HttpExchange exchange, int status, byte[] body) {
+    try {
+      if (body != null) {
+        exchange.getResponseHeaders().add("Content-Type", "application/x-protobuf");
+      }
+      exchange.sendResponseHeaders(status, body == null ? -1 : body.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        if (body != null) {
+          out.write(body);
+        }
+      } // closing the fixed-length stream flushes it to the connection, and throws if that fails
+      return true;
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
   }
 
   private static String attr(List<KeyValue> kvs, String key) {
@@ -141,18 +221,56 @@ public final class OtlpHttpSink implements AutoCloseable {
     return requests.get();
   }
 
+  /** The spans of every request answered 200 (or, before {@link #close()}, being answered). */
   public List<Received> spans() {
-    return List.copyOf(spans);
+    return spanBatches.stream().flatMap(List::stream).toList();
   }
 
   /** Each metric of each OTLP metrics request received, with the request's path and resource. */
   public List<ReceivedMetric> metrics() {
-    return List.copyOf(metrics);
+    return metricBatches.stream().flatMap(List::stream).toList();
   }
 
+  /**
+   * The backend goes down: from now on a request loses its connection unanswered and is not kept; the
+   * requests being handled are answered first (up to 60 s, else this throws once the
+   * server is stopped, as the sink can then not vouch for what it received), then the listening socket and
+   * every connection are closed. Afterwards {@link #spans()} and {@link #metrics()} no longer change.
+   * Closing again does nothing.
+   */
   @Override
   public void close() {
+    int stuck;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      accepting = false;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_SECONDS);
+      boolean interrupted = false;
+      while (inFlight > 0) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(lock, left);
+        } catch (InterruptedException e) {
+          interrupted = true;
+          break;
+        }
+      }
+      stuck = inFlight;
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
     server.stop(0);
+    if (stuck > 0) {
+      throw new IllegalStateException(stuck + " OTLP request(s) still being handled " + DRAIN_SECONDS
+          + " s after the sink stopped taking requests: what it received is not final");
+    }
   }
 
   /** A received span. */

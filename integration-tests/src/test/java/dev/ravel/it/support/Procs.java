@@ -68,6 +68,20 @@ public final class Procs {
     return pids.stream().filter(live::contains).toList();
   }
 
+  /**
+   * A process's start time (field 22 of {@code /proc/PID/stat}, clock ticks since boot), if it still runs: with
+   * its PID it names one process, where the PID alone may since have been given to another.
+   */
+  public static Optional<String> startTime(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc", String.valueOf(pid), "stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+      return f.length > 19 ? Optional.of(f[19]) : Optional.empty();
+    } catch (IOException e) {
+      return Optional.empty();
+    }
+  }
+
   /** A process's command line (arguments joined by spaces), if it still runs. */
   public static Optional<String> cmdline(long pid) throws IOException {
     return read(pid, "cmdline", ' ');

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ravel.it.support.JaegerServer;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.traces.JaegerSource;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -33,6 +34,8 @@ import org.junit.jupiter.api.io.TempDir;
  * by run id: Jaeger holds exactly the spans the JSONL files hold, run by run.
  */
 final class JaegerRoundTripIT {
+  /** How long Jaeger may take to hold every span of a run that ended (it takes seconds). */
+  static final Duration INGESTION = Duration.ofSeconds(120);
   @TempDir
   static Path dir;
   static JaegerServer jaeger;
@@ -44,11 +47,11 @@ final class JaegerRoundTripIT {
   static void exportTwoRuns() throws Exception {
     jaeger = JaegerServer.start(dir);
     start = Instant.now().minusSeconds(60);
-    Map<String, String> grpc = new HashMap<>(TestEnv.clean());
+    Map<String, String> grpc = new HashMap<>(SharedRayHead.env());
     grpc.put("OTEL_EXPORTER_OTLP_ENDPOINT", jaeger.otlpGrpcEndpoint());
     grpc.put("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
     grpcRun = RavelCommand.run(grpc, 300, args("it-jaeger-grpc"));
-    Map<String, String> http = new HashMap<>(TestEnv.clean());
+    Map<String, String> http = new HashMap<>(SharedRayHead.env());
     http.put("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", jaeger.otlpHttpEndpoint() + "/v1/traces");
     http.put("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
     httpRun = RavelCommand.run(http, 300, args("it-jaeger-http"));
@@ -97,15 +100,30 @@ final class JaegerRoundTripIT {
   static void assertSameSpans(String runId) throws InterruptedException {
     List<SpanRecord> files = RunTraces.readDir(dir.resolve("runs").resolve(runId)).spans();
     assertThat(files).hasSizeGreaterThan(20);
-    JaegerSource source = JaegerSource.of(jaeger.queryUrl(), Duration.ofSeconds(10));
-    List<SpanRecord> fromJaeger = List.of();
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    JaegerSource source = JaegerSource.of(jaeger.queryUrl(), Duration.ofSeconds(30));
+    // Jaeger stores what it received asynchronously: polled until it holds as many spans as the files (then
+    // compared exactly below), up to INGESTION; a query that fails meanwhile (a loaded Jaeger timing out) is
+    // asked again, and only a failure that lasts past the bound fails the test
+    List<SpanRecord> fromJaeger = null;
+    TraceSourceException lastFailure = null;
+    long deadline = System.nanoTime() + INGESTION.toNanos();
     while (System.nanoTime() < deadline) {
-      fromJaeger = source.runSpans(runId, List.of("ravel"), start, Instant.now().plusSeconds(60));
-      if (fromJaeger.size() >= files.size()) {
-        break;
+      try {
+        fromJaeger = source.runSpans(runId, List.of("ravel"), start, Instant.now().plusSeconds(60));
+        lastFailure = null;
+        if (fromJaeger.size() >= files.size()) {
+          break;
+        }
+      } catch (TraceSourceException e) {
+        lastFailure = e;
       }
       Thread.sleep(500);
+    }
+    if (lastFailure != null) {
+      throw lastFailure;
+    }
+    if (fromJaeger == null) {
+      throw new AssertionError("Jaeger was not queried within " + INGESTION);
     }
     Set<String> onlyJaeger = new java.util.TreeSet<>(key(fromJaeger));
     onlyJaeger.removeAll(key(files));

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.traces.RunTraces;
 import java.nio.charset.StandardCharsets;
@@ -21,50 +22,68 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A run exporting to files and to an OTLP backend that goes down after step 3 (a real HTTP receiver on
- * loopback, stopped): the driver still exits within 15 s of its last step, and every span is accounted for,
- * exporter by exporter: ended = exported + failed + dropped, the file's exported count is what the files hold
- * and the backend's is what the receiver got.
+ * loopback, stopped): a dead backend does not hold the driver up, its exit after the last step stays bounded
+ * by the telemetry's shutdown timeout (with a wide margin for a loaded machine, see {@link #EXIT_BOUND_SECONDS}),
+ * and every span is accounted for, exporter by exporter: ended = exported + failed + dropped, the file's
+ * exported count is what the files hold and the backend's is exactly what the receiver answered 200 for.
  */
 final class SpanAccountingIT {
   private static final int STEPS = 8;
+  /** The run's telemetry.shutdown_timeout_ms (the default, set explicitly: the exit bound derives from it). */
+  private static final long SHUTDOWN_TIMEOUT_MS = 5_000;
+  /**
+   * From the last step to the driver's exit: one common flush deadline of the shutdown timeout for every
+   * process, an actor's reply waited on up to 2 s beyond it (DriverSession's REPLY_GRACE_MS), then the
+   * disconnect from Ray and the JVM's exit, typically about 7 s in all. Ten times the flush budget: what
+   * this bounds is that a dead backend does not make the exit wait on it indefinitely (retries, connect
+   * attempts), not how fast a loaded machine tears a JVM and a Ray driver down.
+   */
+  private static final double EXIT_BOUND_SECONDS = 10 * (SHUTDOWN_TIMEOUT_MS + 2_000) / 1000.0;
 
   @TempDir
   Path tmp;
 
   @Test
-  void backendDownMidRun_everySpanIsCountedPerExporterAndTheDriverExitsWithin15s() throws Exception {
+  void backendDownMidRun_everySpanIsCountedPerExporterAndTheDriverExitIsBoundedByTheShutdownTimeout()
+      throws Exception {
     Path runs = tmp.resolve("runs");
     Path out = tmp.resolve("driver.out");
     long received;
     long lastStepSeen;
     Process driver;
     try (OtlpHttpSink sink = new OtlpHttpSink()) {
-      Map<String, String> env = new HashMap<>(TestEnv.clean());
+      Map<String, String> env = new HashMap<>(SharedRayHead.env());
       env.put("OTEL_EXPORTER_OTLP_ENDPOINT", sink.baseUrl());
       env.put("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
       Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
       ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "run",
           home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=" + STEPS, "grpo.prompts_per_step=8",
           "telemetry.exporter=both", "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=1.0",
-          "telemetry.runs_dir=" + runs, "telemetry.run_id=accounting").redirectErrorStream(true)
+          "telemetry.runs_dir=" + runs, "telemetry.run_id=accounting",
+          "telemetry.shutdown_timeout_ms=" + SHUTDOWN_TIMEOUT_MS).redirectErrorStream(true)
           .redirectOutput(out.toFile());
       pb.environment().clear();
       pb.environment().putAll(env);
       driver = pb.start();
       RavelCommand.awaitOutput(out, driver, Pattern.compile("step   3/"), "step   3/", 240);
-      sink.close(); // the backend goes down: exports are refused from now on
+      // the backend goes down: exports fail from now on. close() answers the requests already being handled
+      // first and keeps only the spans of requests answered 200, so what it holds now is final and is
+      // exactly what the exporters were told was taken
+      sink.close();
       received = sink.spans().size();
       RavelCommand.awaitOutput(out, driver, Pattern.compile("step   " + STEPS + "/"), "/" + STEPS, 240);
       lastStepSeen = System.nanoTime();
     }
-    assertThat(driver.waitFor(120, TimeUnit.SECONDS)).isTrue();
+    assertThat(driver.waitFor((long) EXIT_BOUND_SECONDS + 120, TimeUnit.SECONDS)).isTrue();
     double exitSeconds = (System.nanoTime() - lastStepSeen) / 1e9;
     String text = Files.readString(out, StandardCharsets.UTF_8);
     assertThat(driver.exitValue()).as(text).isZero();
     java.util.regex.Matcher line = Pattern.compile("(?m)^spans: .*$").matcher(text);
     System.out.printf("SpanAccountingIT: driver exited %.1f s after its last step; %s%n", exitSeconds,
         line.find() ? line.group() : "(no spans line)");
-    assertThat(exitSeconds).as("seconds from the last step to the driver's exit\n" + text).isLessThan(15.0);
+    // the exit is bounded by the shutdown timeout, not held up by the dead backend
+    assertThat(exitSeconds).as("seconds from the last step to the driver's exit (bound: 10 x (shutdown timeout"
+        + " + reply grace))\n" + text).isLessThan(EXIT_BOUND_SECONDS);
 
     Path runDir = runs.resolve("accounting");
     JsonNode tel = new ObjectMapper().readTree(runDir.resolve("run.json").toFile()).get("telemetry");
@@ -82,7 +101,8 @@ final class SpanAccountingIT {
     assertThat(spans.get("exporters").get("file").get("exported").asLong()).isEqualTo(inFiles);
     // and, with its own export queue, it lost nothing to the dead backend
     assertThat(spans.get("exporters").get("file").get("exported").asLong()).isEqualTo(ended);
-    // the backend got what OTLP says it exported, and lost the rest visibly
+    // the backend got exactly what OTLP says it exported (the sink keeps only requests it answered 200, and
+    // nothing after it went down), and the rest was lost visibly
     JsonNode otlp = spans.get("exporters").get("otlp");
     assertThat(otlp.get("exported").asLong()).isEqualTo(received);
     assertThat(otlp.get("failed").asLong() + otlp.get("dropped").asLong()).isPositive();
