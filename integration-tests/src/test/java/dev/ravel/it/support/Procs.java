@@ -96,8 +96,8 @@ public final class Procs {
     try {
       byte[] b = Files.readAllBytes(Path.of("/proc", String.valueOf(pid), file));
       return Optional.of(new String(b, StandardCharsets.UTF_8).replace('\0', separator));
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
+    } catch (java.nio.file.FileSystemException e) {
+      return Optional.empty(); // ended meanwhile, a kernel thread, or not ours to read (pid 1 of a sandbox)
     }
   }
 }
