@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.RavelCommand;
-import dev.ravel.it.support.TestEnv;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.telemetry.spans.StepMetricNames;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -23,7 +23,7 @@ final class OtelStandardVariablesIT {
   Path tmp;
 
   private Map<String, String> env(OtlpHttpSink traces, OtlpHttpSink metrics) {
-    Map<String, String> env = new HashMap<>(TestEnv.clean());
+    Map<String, String> env = new HashMap<>(SharedRayHead.env()); // the driver's OTEL_* never reach a head
     env.put("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
     env.put("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces.baseUrl() + "/v1/traces");
     env.put("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics.baseUrl() + "/v1/metrics");

@@ -50,14 +50,39 @@ final class TraceCommandIT {
         "telemetry.engine_sample_ratio=1.0");
   }
 
-  static RavelCommand.Result ravel(String... args) throws Exception {
+  /**
+   * {@code ravel ARGS} through the command line's own entry point in this JVM, its output captured (these
+   * commands only read run folders; the launcher itself is checked through {@code bin/ravel} below and in
+   * BadInputIT), which saves a JVM start per call.
+   */
+  static synchronized RavelCommand.Result ravel(String... args) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream savedOut = System.out;
+    java.io.PrintStream savedErr = System.err;
+    int code;
+    try {
+      System.setOut(new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8));
+      System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+      code = dev.ravel.driver.cli.RavelCli.execute(args);
+    } finally {
+      System.setOut(savedOut);
+      System.setErr(savedErr);
+    }
+    return new RavelCommand.Result(code, out.toString(java.nio.charset.StandardCharsets.UTF_8),
+        err.toString(java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** {@code bin/ravel ARGS} in a process of its own, as a user types it. */
+  static RavelCommand.Result launched(String... args) throws Exception {
     return RavelCommand.run(TestEnv.clean(), 120, args);
   }
 
   @Test
   void trace_perfettoWritesTheWholeRunAsTraceEvents() throws Exception {
     Path out = dir.resolve("run.perfetto.json");
-    RavelCommand.Result r = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--perfetto", out.toString());
+    RavelCommand.Result r = launched("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--perfetto",
+        out.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
     assertThat(r.stdout()).contains("wrote " + out);
     com.fasterxml.jackson.databind.JsonNode root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.toFile());
