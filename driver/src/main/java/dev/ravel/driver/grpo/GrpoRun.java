@@ -15,7 +15,7 @@ import io.opentelemetry.api.trace.Span;
 import java.util.List;
 
 /**
- * GRPO on Ray, sync or async, one trace per step (see DESIGN.md, "Span placement"): creates the run's
+ * GRPO on Ray, sync or async, one trace per step (see docs/design.md, "Span placement"): creates the run's
  * actors ({@link GrpoActors}) and runs its steps in the {@link SyncLoop} or the {@link AsyncLoop}, both of
  * which train through the one {@link TrainPhase}.
  */

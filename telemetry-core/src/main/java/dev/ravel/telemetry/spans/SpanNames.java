@@ -1,7 +1,7 @@
 package dev.ravel.telemetry.spans;
 
 /**
- * Every span name Ravel emits, in one place (see DESIGN.md, "Span placement"). The step's phases are opened
+ * Every span name Ravel emits, in one place (see docs/design.md, "Span placement"). The step's phases are opened
  * through {@link Phase}, which names them from here.
  */
 public final class SpanNames {

@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.function.Predicate;
 
 /**
- * The two measures DESIGN.md sets targets for, computed from a run's spans:
+ * The two measures docs/design.md ("Span placement") sets targets for, computed from a run's spans:
  * <ul>
  *   <li><b>generation coverage</b>: the share of engine requests ({@code llm_request}) that have an
  *       {@code rl.vllm.generate} ancestor in the same trace;</li>

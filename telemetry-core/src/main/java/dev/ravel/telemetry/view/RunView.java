@@ -21,7 +21,7 @@ import java.util.TreeSet;
 
 /**
  * All spans of one run, read as steps: one {@link StepView} per trace whose root is {@code rl.grpo.step}
- * (DESIGN.md: one trace per step), and, apart, the spans that fit in no step's tree, so gaps in the traces
+ * (docs/design.md: one trace per step), and, apart, the spans that fit in no step's tree, so gaps in the traces
  * stay visible. Immutable; the order of the input spans does not matter.
  *
  * <pre>{@code
