@@ -37,6 +37,7 @@ import torch
 from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from . import names
 from .policy import read_blob
 from .telemetry import ProcessTelemetry
 from .wire import FINISH_REASONS, EngineStats, GenerationRequest, GenerationResult, RequestStats
@@ -390,28 +391,28 @@ class TransformersEngine:
                    version: int) -> bool:
         p = s.request.params
         attributes = {
-            "gen_ai.request.id": s.request.request_id,
-            "gen_ai.request.n": 1,
-            "gen_ai.request.max_tokens": int(p.max_tokens),
-            "gen_ai.request.temperature": float(p.temperature),
-            "gen_ai.request.top_p": float(p.top_p),
-            "gen_ai.request.model": self.model_name,
-            "gen_ai.response.model": self.model_name,
-            "gen_ai.operation.name": "text_completion",
-            "gen_ai.usage.prompt_tokens": stats.prompt_tokens,
-            "gen_ai.usage.completion_tokens": stats.completion_tokens,
-            "gen_ai.response.finish_reasons": f'["{reason}"]',
-            "gen_ai.latency.time_in_queue": stats.time_in_queue(),
-            "gen_ai.latency.time_to_first_token": stats.time_to_first_token(),
-            "gen_ai.latency.e2e": stats.e2e(),
-            "gen_ai.latency.time_in_model_prefill": stats.prefill(),
-            "gen_ai.latency.time_in_model_decode": stats.decode(),
-            "gen_ai.latency.time_in_model_inference": stats.inference(),
-            "rl.engine.preemptions": stats.preemptions,
-            "rl.engine.keep_reason": keep,
-            "rl.weight_version": version,
+            names.REQUEST_ID: s.request.request_id,
+            names.REQUEST_N: 1,
+            names.REQUEST_MAX_TOKENS: int(p.max_tokens),
+            names.REQUEST_TEMPERATURE: float(p.temperature),
+            names.REQUEST_TOP_P: float(p.top_p),
+            names.REQUEST_MODEL: self.model_name,
+            names.RESPONSE_MODEL: self.model_name,
+            names.OPERATION_NAME: names.OPERATION_TEXT_COMPLETION,
+            names.USAGE_PROMPT_TOKENS: stats.prompt_tokens,
+            names.USAGE_COMPLETION_TOKENS: stats.completion_tokens,
+            names.RESPONSE_FINISH_REASONS: f'["{reason}"]',
+            names.LATENCY_TIME_IN_QUEUE: stats.time_in_queue(),
+            names.LATENCY_TIME_TO_FIRST_TOKEN: stats.time_to_first_token(),
+            names.LATENCY_E2E: stats.e2e(),
+            names.LATENCY_TIME_IN_MODEL_PREFILL: stats.prefill(),
+            names.LATENCY_TIME_IN_MODEL_DECODE: stats.decode(),
+            names.LATENCY_TIME_IN_MODEL_INFERENCE: stats.inference(),
+            names.ENGINE_PREEMPTIONS: stats.preemptions,
+            names.ENGINE_KEEP_REASON: keep,
+            names.WEIGHT_VERSION: version,
         }
-        span = self.telemetry.engine_tracer.start_span("llm_request", context=s.parent, kind=SpanKind.SERVER,
+        span = self.telemetry.engine_tracer.start_span(names.LLM_REQUEST, context=s.parent, kind=SpanKind.SERVER,
                                                        attributes=attributes, start_time=stats.arrival_epoch_nanos)
         if reason == "error":
             span.set_status(Status(StatusCode.ERROR, error or ""))

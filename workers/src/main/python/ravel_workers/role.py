@@ -34,7 +34,7 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from . import wire
+from . import names, wire
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,8 +108,8 @@ def role_method(*, traced: bool = True, raw_result: bool = False) -> Callable[[F
                 if not open_span:
                     return call(self, args, refs)
                 with telemetry.tracer.start_as_current_span(
-                        f"rl.{type(self).SPANS}.{name}", context=parent, kind=SpanKind.SERVER,
-                        attributes={"rl.actor.role": type(self).ROLE, "rl.actor.method": name},
+                        f"{names.ROLE_SPAN_PREFIX}{type(self).SPANS}.{name}", context=parent, kind=SpanKind.SERVER,
+                        attributes={names.ACTOR_ROLE: type(self).ROLE, names.ACTOR_METHOD: name},
                         record_exception=False, set_status_on_exception=False) as span:
                     try:
                         return call(self, args, refs)

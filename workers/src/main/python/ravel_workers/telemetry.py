@@ -37,27 +37,22 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, Tra
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
+from . import names
 from .wire import ExportStats
 
 LOG = logging.getLogger(__name__)
 
-ENV_PREFIX = "RAVEL_TELEMETRY_"
-OTLP_PREFIX = "RAVEL_OTLP_"
+ENV_PREFIX = names.TELEMETRY_ENV_PREFIX
+OTLP_PREFIX = names.OTLP_ENV_PREFIX
 
 #: Instrumentation scope of the role spans (as the Java ``Spans.SCOPE``).
-SCOPE = "dev.ravel"
+SCOPE = names.SCOPE
 #: Instrumentation scope of the engine's ``llm_request`` spans (as ``EngineNames.INSTRUMENTATION_SCOPE``).
-ENGINE_SCOPE = "dev.ravel.workers.engine"
+ENGINE_SCOPE = names.ENGINE_SCOPE
 
-SPAN_GROUPS: tuple[str, ...] = ("step", "data", "refit", "generation", "reward", "training", "checkpoint",
-                                "worker", "idle", "job", "engine")
-PRESETS: dict[str, frozenset[str]] = {
-    "none": frozenset(),
-    "default": frozenset({"step", "generation", "worker", "job"}),
-    "per_step": frozenset(g for g in SPAN_GROUPS if g != "engine"),
-    "all": frozenset(SPAN_GROUPS),
-}
-EXPORTERS: tuple[str, ...] = ("file", "otlp", "both", "none")
+SPAN_GROUPS: tuple[str, ...] = names.SPAN_GROUPS
+PRESETS: dict[str, frozenset[str]] = names.PRESETS
+EXPORTERS: tuple[str, ...] = names.EXPORTERS
 
 
 def _sdk_version() -> str:
@@ -465,9 +460,9 @@ class ProcessTelemetry:
             "telemetry.sdk.name": "opentelemetry",
             "telemetry.sdk.version": _sdk_version(),
             "service.name": settings.service_name,
-            "rl.run.id": settings.run_id,
-            "rl.process.role": role,
-            "process.pid": self.pid,
+            names.RUN_ID: settings.run_id,
+            names.PROCESS_ROLE: role,
+            names.PROCESS_PID: self.pid,
         }
         attrs.update({k: v for k, v in (resource_attributes or {}).items() if v is not None})
         self.resource = Resource(attrs)

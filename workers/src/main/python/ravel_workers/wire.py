@@ -18,8 +18,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from . import names
+
 #: Finish reasons, in the order of the Java enum ``FinishReason``.
-FINISH_REASONS: tuple[str, ...] = ("stop", "length", "abort", "error")
+FINISH_REASONS: tuple[str, ...] = names.FINISH_REASONS
 
 
 def _require(d: Mapping[str, Any], key: str, what: str) -> Any:
@@ -331,7 +333,7 @@ class GenerationWorkerSpec:
     seed: int
     eos_token: int
     model_name: str = "ravel-policy"
-    engine: str = "transformers"
+    engine: str = names.ENGINES[0]
     max_running_requests: int = 64
     device: str = "auto"
 
@@ -342,9 +344,9 @@ class GenerationWorkerSpec:
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> GenerationWorkerSpec:
-        engine = str(d.get("engine", "transformers"))
-        if engine not in ("transformers", "vllm"):
-            raise ValueError(f"engine: unknown engine '{engine}' (valid: transformers, vllm)")
+        engine = str(d.get("engine", names.ENGINES[0]))
+        if engine not in names.ENGINES:
+            raise ValueError(f"engine: unknown engine '{engine}' (valid: {', '.join(names.ENGINES)})")
         spec = cls(model=ModelConfig.from_wire(_require(d, "model", "GenerationWorkerSpec")),
                    seed=int(d.get("seed", 0)), eos_token=int(_require(d, "eos_token", "GenerationWorkerSpec")),
                    model_name=str(d.get("model_name", "ravel-policy")), engine=engine,
@@ -360,14 +362,14 @@ class GenerationWorkerSpec:
 class GrpoSettings:
     """The GRPO hyper-parameters the trainer needs (names as in the Java GrpoConfig)."""
 
-    group_size: int = 8
-    clip_epsilon: float = 0.2
-    kl_beta: float = 0.04
-    learning_rate: float = 0.03
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    temperature: float = 1.0
-    advantage_eps: float = 1e-6
+    group_size: int = int(names.GRPO_DEFAULTS["group_size"])
+    clip_epsilon: float = float(names.GRPO_DEFAULTS["clip_epsilon"])
+    kl_beta: float = float(names.GRPO_DEFAULTS["kl_beta"])
+    learning_rate: float = float(names.GRPO_DEFAULTS["learning_rate"])
+    weight_decay: float = float(names.GRPO_DEFAULTS["weight_decay"])
+    max_grad_norm: float = float(names.GRPO_DEFAULTS["max_grad_norm"])
+    temperature: float = float(names.GRPO_DEFAULTS["temperature"])
+    advantage_eps: float = float(names.GRPO_DEFAULTS["advantage_eps"])
 
     def to_wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

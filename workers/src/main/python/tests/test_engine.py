@@ -12,6 +12,7 @@ from opentelemetry import trace
 from ravel_workers import policy
 from ravel_workers.engine import TransformersEngine, sample_tokens
 from ravel_workers.grpo import completion_logprobs
+from ravel_workers.names import CONTRACT
 from ravel_workers.role import extract_carrier
 from ravel_workers.wire import GenerationRequest, ModelConfig, SamplingParams
 from support import TRACEPARENT, carrier, spans_of
@@ -211,6 +212,7 @@ def test_llm_request_spans(make_telemetry):
         assert a["gen_ai.request.model"] == "tiny" and a["gen_ai.operation.name"] == "text_completion"
         assert a["rl.weight_version"] == "0" and a["gen_ai.request.n"] == "1"
         assert a["gen_ai.latency.e2e"] == pytest.approx(ok.stats.e2e())
+        assert set(a) == set(CONTRACT["engine_attributes"].values())  # every key of the contract, no other
         assert spans["bad"]["status"]["code"] == 2 and spans["bad"]["_attributes"]["rl.engine.keep_reason"] == "error"
         assert e.stats().spans_kept == 2 and e.stats().spans_sampled_out == 0
     finally:

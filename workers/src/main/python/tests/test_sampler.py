@@ -5,23 +5,22 @@ from __future__ import annotations
 import pytest
 
 from ravel_workers.engine import RequestSampler, unit_hash
+from ravel_workers.names import CONTRACT
 
-# Computed by running dev.ravel.workers.engine.RequestSampler.unitHash in jshell against workers/target/classes.
-JAVA_VECTORS = {
-    "": 0.9576734252420561,
-    "a": 0.010753497314070604,
-    "req-0": 0.6641720556167143,
-    "req-1": 0.039680585998704165,
-    "step-3-prompt-7-sample-5": 0.08736939089306239,
-    "s0-p12-g3": 0.509786347962458,
-    "héllo-✓": 0.3361995368282795,
-    "0123456789abcdef": 0.3748591161814947,
-}
+# The golden vectors of the contract file, which the Java RequestSampler test reads too.
+JAVA_VECTORS = CONTRACT["golden"]["sampler_unit_hash"]
 
 
 @pytest.mark.parametrize("request_id,expected", JAVA_VECTORS.items())
 def test_unit_hash_matches_java(request_id, expected):
     assert unit_hash(request_id) == expected
+
+
+@pytest.mark.parametrize("case", CONTRACT["golden"]["keep_reason"])
+def test_keep_reason_matches_the_contracts_cases(case):
+    s = RequestSampler(tracing=case["tracing"], ratio=case["ratio"], slow_nanos=case["slow_nanos"])
+    assert s.keep_reason(case["request_id"], error=case["error"], preemptions=case["preemptions"],
+                         e2e_nanos=case["e2e_nanos"]) == case["reason"]
 
 
 def test_keep_reasons_in_order():

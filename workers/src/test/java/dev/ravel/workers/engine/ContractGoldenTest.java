@@ -1,0 +1,73 @@
+package dev.ravel.workers.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.ravel.telemetry.contract.Contract;
+import dev.ravel.workers.grpo.GrpoConfig;
+import dev.ravel.workers.python.PythonWorkers;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The workers' side of the contract file the Python workers load: the engine sampler against the golden
+ * vectors both test suites read (the hash bit for bit, the keep reasons in order), the finish reasons, the
+ * Python engines and the GRPO defaults both trainers share.
+ */
+final class ContractGoldenTest {
+  private static List<String> strings(JsonNode array) {
+    List<String> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.isNull() ? null : n.asText()));
+    return out;
+  }
+
+  @Test
+  void unitHash_matchesEveryGoldenValueBitForBit() {
+    JsonNode golden = Contract.section("golden").get("sampler_unit_hash");
+    assertThat(golden.size()).isPositive();
+    golden.fields().forEachRemaining(e -> assertThat(RequestSampler.unitHash(e.getKey())).as(e.getKey())
+        .isEqualTo(e.getValue().asDouble()));
+  }
+
+  @Test
+  void keepReason_matchesEveryGoldenCase() {
+    JsonNode cases = Contract.section("golden").get("keep_reason");
+    assertThat(cases.size()).isPositive();
+    for (JsonNode c : cases) {
+      RequestSampler s = new RequestSampler(c.get("tracing").asBoolean(), c.get("ratio").asDouble(),
+          c.get("slow_nanos").asLong());
+      String expected = c.get("reason").isNull() ? null : c.get("reason").asText();
+      assertThat(s.keepReason(c.get("request_id").asText(), c.get("error").asBoolean(), c.get("preemptions").asInt(),
+          c.get("e2e_nanos").asLong())).as(c.toString()).isEqualTo(expected);
+    }
+    assertThat(strings(Contract.section("keep_reasons"))).containsExactly("error", "preempted", "slow", "ratio");
+  }
+
+  @Test
+  void finishReasons_areTheEnumsWireNamesInOrder() {
+    assertThat(strings(Contract.section("finish_reasons")))
+        .containsExactlyElementsOf(Arrays.stream(FinishReason.values()).map(FinishReason::wireName).toList());
+  }
+
+  @Test
+  void engines_areThePythonWorkersEngines() {
+    assertThat(strings(Contract.section("engines"))).containsExactlyElementsOf(PythonWorkers.ENGINES);
+  }
+
+  @Test
+  void grpoDefaults_areGrpoConfigsDefaults() {
+    JsonNode d = Contract.section("grpo_defaults");
+    GrpoConfig g = GrpoConfig.builder().build();
+    assertThat(d.get("group_size").asInt()).isEqualTo(g.groupSize());
+    assertThat(d.get("clip_epsilon").asDouble()).isEqualTo(g.clipEpsilon());
+    assertThat(d.get("kl_beta").asDouble()).isEqualTo(g.klBeta());
+    assertThat(d.get("learning_rate").asDouble()).isEqualTo(g.learningRate());
+    assertThat(d.get("weight_decay").asDouble()).isEqualTo(g.weightDecay());
+    assertThat(d.get("max_grad_norm").asDouble()).isEqualTo(g.maxGradNorm());
+    assertThat(d.get("temperature").asDouble()).isEqualTo(g.temperature());
+    assertThat(d.get("advantage_eps").asDouble()).isEqualTo(g.advantageEps());
+    assertThat(d.size()).as("every shared default is checked above").isEqualTo(8);
+  }
+}
