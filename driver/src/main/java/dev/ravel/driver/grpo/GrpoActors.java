@@ -26,7 +26,6 @@ import dev.ravel.workers.trainer.PolicyTrainerActor;
 import dev.ravel.workers.trainer.TrainOutcome;
 import dev.ravel.workers.trainer.TrainerSpec;
 import io.ray.api.ObjectRef;
-import io.ray.api.Ray;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -52,12 +51,21 @@ final class GrpoActors {
   final RavelActorHandle<TrajectoryCollector> collector;
   /** The driver's calls to the workers and the reward environment, surviving a restart of their processes. */
   final Failover failover;
+  /** Where a refit puts a Java trainer's weights. */
+  private final ObjectStore store;
   /** The weights the workers serve (their object in the object store), null before the first refit. */
   private ObjectRef<?> served;
 
   GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
       RavelActorHandle<TrajectoryCollector> collector, Failover failover) {
+    this(workers, reward, trainer, buffer, collector, failover, ObjectStore.RAY);
+  }
+
+  GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
+      RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
+      RavelActorHandle<TrajectoryCollector> collector, Failover failover, ObjectStore store) {
+    this.store = java.util.Objects.requireNonNull(store, "store");
     this.failover = failover;
     this.workers = List.copyOf(workers);
     this.reward = reward;
@@ -156,7 +164,7 @@ final class GrpoActors {
     int calls = 0;
     ObjectRef<?> ref;
     if (update.weights() != null) {
-      ref = Ray.put(Payload.of(update.weights()));
+      ref = store.put(Payload.of(update.weights()));
     } else {
       ref = trainer.call(PolicyTrainer::weights).rayRef();
       calls++;

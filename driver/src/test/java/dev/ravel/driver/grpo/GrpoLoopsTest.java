@@ -57,8 +57,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The sync and async loops on in-process actors (real engines, reward, trainer, buffer and collector; no
- * Ray): one step each, since a refit puts weights in Ray's object store. Driver spans go to an in-memory
- * exporter; the actors' own telemetry is off.
+ * Ray), for one step or many: a refit puts the weights in an in-process {@link ObjectStore} in place of
+ * Ray's. Driver spans go to an in-memory exporter; the actors' own telemetry is off.
  */
 @Timeout(180)
 final class GrpoLoopsTest {
@@ -208,7 +208,21 @@ final class GrpoLoopsTest {
           s.seed(), (int) s.maxAge() + 1, 8, s.groupsPerCall(), 0, 0);
       collector = local(new TrajectoryCollectorActor(Payload.of(cs)), TrajectoryCollector.class, 4);
     }
-    return new GrpoActors(workers, reward, trainer, buffer, collector, new Failover(spans, 0, workers, reward));
+    return new GrpoActors(workers, reward, trainer, buffer, collector, new Failover(spans, 0, workers, reward),
+        LocalRef::new);
+  }
+
+  /** An object "in the store": the value itself, carried by the reference (in-process calls copy it). */
+  record LocalRef(Object value) implements io.ray.api.ObjectRef<Object>, java.io.Serializable {
+    @Override
+    public Object get() {
+      return value;
+    }
+
+    @Override
+    public Object get(long timeoutMs) {
+      return value;
+    }
   }
 
   private ModelWeights initial(GrpoSettings s) {
@@ -291,6 +305,53 @@ final class GrpoLoopsTest {
         Phase.ADVANTAGE.spanName(), Phase.TRAINING.spanName(), Phase.CHECKPOINTING.spanName());
     assertThat(only(Phase.BUFFER_STARVATION.spanName()).getAttributes().get(RavelAttributes.BUCKET)).isEqualTo("idle");
     assertThat(names()).doesNotContain(Phase.REFIT_BUBBLE.spanName());
+  }
+
+  @Test
+  void syncSteps_manyStepsEachRefitsTheWorkersWithTheVersionBeforeItAndTrainsOnAFullBatch() {
+    GrpoSettings s = settings("sync", "grpo.steps=5");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s),
+        ArithmeticTask.standard(), tokenizer, w).run();
+
+    assertThat(reported).hasSize(5);
+    for (int i = 0; i < 5; i++) {
+      StepMetrics m = reported.get(i);
+      assertThat(m.step()).isEqualTo(i + 1);
+      assertThat(m.weightVersion()).as("step %d trains version %d into %d", i + 1, w.version() + i, w.version() + i + 1)
+          .isEqualTo(w.version() + i + 1);
+      assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
+      // a refit before every step but the first (the workers start from the initial weights)
+      assertThat(m.phases().containsKey("refit")).as("step %d refit", i + 1).isEqualTo(i > 0);
+    }
+    assertThat(exporter.getFinishedSpanItems()).filteredOn(d -> d.getName().equals(SpanNames.GRPO_STEP)).hasSize(5);
+    // (the sync loop itself fails a step whose results were sampled from another version than the refit's)
+  }
+
+  @Test
+  void asyncSteps_manySteps_everyStepTrainsAFullBatchNoOlderThanTheAgeBoundAndTheCountsAddUp() {
+    GrpoSettings s = settings("async", "grpo.steps=5");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+    AsyncLoop loop = new AsyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s),
+        w);
+
+    loop.run();
+
+    assertThat(reported).hasSize(5);
+    for (int i = 0; i < 5; i++) {
+      StepMetrics m = reported.get(i);
+      assertThat(m.step()).isEqualTo(i + 1);
+      assertThat(m.weightVersion()).isEqualTo(w.version() + i + 1);
+      assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
+    }
+    assertThat(loop.collectorStats().failures()).isZero();
+    // what the collector produced was trained on, dropped for its age, or is still in the buffer: none lost
+    long trained = reported.stream().mapToLong(StepMetrics::trajectories).sum();
+    long dropped = reported.stream().mapToLong(m -> m.droppedForAge()).sum();
+    assertThat(loop.collectorStats().trajectories()).isGreaterThanOrEqualTo(trained + dropped);
   }
 
   @Test
