@@ -41,14 +41,15 @@ import org.slf4j.LoggerFactory;
 public final class DriverSession implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DriverSession.class);
 
-  /** JDK 17 needs these on the driver and on every worker (Ray's serializer). */
-  public static final List<String> ADD_OPENS = List.of(
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.math=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-      "--add-opens=java.base/java.net=ALL-UNNAMED",
-      "--add-opens=java.base/java.text=ALL-UNNAMED");
+  /** Where {@link #ADD_OPENS} is defined, one option a line (a JVM argument file: {@code java @<file>}). */
+  public static final String ADD_OPENS_RESOURCE = "dev/ravel/driver/session/add-opens.args";
+
+  /**
+   * JDK 17 needs these on the driver and on every worker (Ray's serializer). Defined once, in
+   * {@link #ADD_OPENS_RESOURCE}: {@code bin/ravel} and the build's test JVMs pass that file as an argument file,
+   * the workers get its lines as job JVM options.
+   */
+  public static final List<String> ADD_OPENS = readAddOpens();
 
   private final TelemetryConfig config;
   private final OtlpSettings otlp;
@@ -112,6 +113,18 @@ public final class DriverSession implements AutoCloseable {
     }
     LOG.info("run {}: Ray at {}, exporter {}, otlp {}", config.runId(), address, config.exporter().configName(),
         config.exporter().usesOtlp() ? otlp : "unused");
+  }
+
+  private static List<String> readAddOpens() {
+    try (java.io.InputStream in = DriverSession.class.getClassLoader().getResourceAsStream(ADD_OPENS_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException("classpath resource " + ADD_OPENS_RESOURCE + " is missing from the driver jar");
+      }
+      return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).lines().map(String::strip)
+          .filter(l -> !l.isEmpty()).toList();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("cannot read " + ADD_OPENS_RESOURCE, e);
+    }
   }
 
   public static Builder builder(TelemetryConfig config) {
