@@ -13,8 +13,9 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from opentelemetry import context as otel_context
@@ -24,8 +25,30 @@ from .engine import TransformersEngine
 from .grpo import completion_logprobs, group_advantages, grpo_loss, pad
 from .role import role_method
 from .telemetry import ProcessTelemetry, process_telemetry
-from .wire import (EngineStats, ExportStats, GenerationRequest, GenerationResult, GenerationWorkerSpec,
-                   LogProbSummary, TrainerSpec, TrainOutcome, Trajectory)
+from .wire import (
+    EngineStats,
+    ExportStats,
+    GenerationRequest,
+    GenerationResult,
+    GenerationWorkerSpec,
+    LogProbSummary,
+    TrainerSpec,
+    TrainOutcome,
+    Trajectory,
+)
+
+
+class _Engine(Protocol):
+    """What a generation worker needs of its engine (``TransformersEngine`` and ``VllmEngine`` both are one)."""
+
+    def submit(self, requests: Sequence[GenerationRequest],
+               parent_context: otel_context.Context | None = None) -> list[GenerationResult]: ...
+
+    def update_weights(self, blob: bytes) -> int: ...
+
+    def stats(self) -> EngineStats: ...
+
+    def close(self) -> None: ...
 
 
 def _spec(spec: str | bytes | dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +90,7 @@ class GenerationWorkerImpl(_Telemetry):
         if self.spec.engine == "vllm":
             from .vllm_engine import VllmEngine
 
-            self.engine: Any = VllmEngine(self.spec, self.telemetry)
+            self.engine: _Engine = VllmEngine(self.spec, self.telemetry)
         else:
             model = policy.build_model(self.spec.model, self.spec.seed, self.device, self.spec.eos_token)
             self.engine = TransformersEngine(model, vocab_size=self.spec.model.vocab_size,
@@ -195,7 +218,7 @@ class PolicyTrainerImpl(_Telemetry):
                                    torch.tensor(advantages, dtype=torch.float32, device=self.device),
                                    self.grpo.clip_epsilon, self.grpo.kl_beta)
                 self.optimizer.zero_grad(set_to_none=True)
-                result.loss.backward()
+                result.loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
                 params = [p for p in self.model.parameters() if p.grad is not None]
                 max_norm = self.grpo.max_grad_norm if self.grpo.max_grad_norm > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))

@@ -30,12 +30,14 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from . import names
 from .policy import read_blob
@@ -100,6 +102,27 @@ class _Sequence:
     result: GenerationResult | None = None
 
 
+@dataclass
+class _WeightUpdate:
+    """A weights update handed to the engine thread, and its outcome."""
+
+    version: int
+    state: dict[str, torch.Tensor]
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+@dataclass
+class _Counts:
+    """What the engine has finished since it started (``stats``)."""
+
+    finished: dict[str, int] = field(default_factory=lambda: {r: 0 for r in FINISH_REASONS})
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    spans_kept: int = 0
+    spans_sampled_out: int = 0
+
+
 def _cache_kwarg(model: torch.nn.Module) -> str:
     """The forward's KV-cache argument: ``cache`` (transformers >= 5.x) or ``past_key_values``."""
     params = inspect.signature(model.forward).parameters
@@ -158,11 +181,10 @@ class TransformersEngine:
         self._cond = threading.Condition(threading.RLock())  # re-entrant: _finish runs under it too
         self._waiting: deque[_Sequence] = deque()
         self._running: list[_Sequence] = []
-        self._update: dict[str, Any] | None = None
+        self._update: _WeightUpdate | None = None
         self._update_lock = threading.Lock()
         self._closed = False
-        self._counts = {"finished": {r: 0 for r in FINISH_REASONS}, "prompt_tokens": 0, "generation_tokens": 0,
-                        "spans_kept": 0, "spans_sampled_out": 0}
+        self._counts = _Counts()
         self._thread = threading.Thread(target=self._loop, name="ravel-engine", daemon=True)
         self._thread.start()
 
@@ -185,39 +207,42 @@ class TransformersEngine:
             else:
                 self._waiting.extend(seqs)
                 self._cond.notify_all()
+        results: list[GenerationResult] = []
         for s in seqs:
             while not s.done.wait(1.0):
                 if not self._thread.is_alive():  # never wait on a dead engine
                     self._finish(s, "abort", "the engine thread is not running")
-        return [s.result for s in seqs]  # type: ignore[misc]
+            assert s.result is not None  # _finish sets it before ``done``
+            results.append(s.result)
+        return results
 
     def update_weights(self, blob: bytes) -> int:
         """Loads a weights blob between batches (waits for the running batch); returns its version."""
         version, state = read_blob(blob)
         with self._update_lock:
-            update = {"version": version, "state": state, "done": threading.Event(), "error": None}
+            update = _WeightUpdate(version=version, state=state)
             with self._cond:
                 if self._closed:
                     raise RuntimeError("the engine is closed")
                 self._update = update
                 self._cond.notify_all()
-            while not update["done"].wait(1.0):
+            while not update.done.wait(1.0):
                 if not self._thread.is_alive():
                     raise RuntimeError("the engine thread is not running")
-            if update["error"] is not None:
-                raise update["error"]
+            if update.error is not None:
+                raise update.error
             return self.weight_version  # what the engine serves now, not what was asked for
 
     def stats(self) -> EngineStats:
         with self._cond:
             c = self._counts
-            return EngineStats(finished=dict(c["finished"]), preemptions=0, running=len(self._running),
+            return EngineStats(finished=dict(c.finished), preemptions=0, running=len(self._running),
                                waiting=len(self._waiting),
                                kv_tokens_used=sum(len(s.request.prompt_tokens) + len(s.completion)
                                                   for s in self._running),
                                kv_token_budget=self.max_running_requests * self.max_positions,
-                               prompt_tokens=c["prompt_tokens"], generation_tokens=c["generation_tokens"],
-                               spans_kept=c["spans_kept"], spans_sampled_out=c["spans_sampled_out"])
+                               prompt_tokens=c.prompt_tokens, generation_tokens=c.generation_tokens,
+                               spans_kept=c.spans_kept, spans_sampled_out=c.spans_sampled_out)
 
     def close(self) -> None:
         """Stops the engine thread after its batch; queued requests finish with ``abort``."""
@@ -238,8 +263,8 @@ class TransformersEngine:
                         self._finish(s, "abort", "the engine was closed")
                     self._waiting.clear()
                     if self._update is not None:
-                        self._update["error"] = RuntimeError("the engine was closed")
-                        self._update["done"].set()
+                        self._update.error = RuntimeError("the engine was closed")
+                        self._update.done.set()
                     return
                 update, self._update = self._update, None
                 batch: list[_Sequence] = []
@@ -260,15 +285,15 @@ class TransformersEngine:
                 with self._cond:
                     self._running = []
 
-    def _apply(self, update: dict[str, Any]) -> None:
+    def _apply(self, update: _WeightUpdate) -> None:
         try:
             with torch.no_grad():
-                self.model.load_state_dict(update["state"], strict=True)
-            self._version = int(update["version"])
+                self.model.load_state_dict(update.state, strict=True)
+            self._version = int(update.version)
         except BaseException as e:  # noqa: BLE001 - handed to the caller
-            update["error"] = e
+            update.error = e
         finally:
-            update["done"].set()
+            update.done.set()
 
     def _invalid(self, r: GenerationRequest) -> str | None:
         p = r.params
@@ -346,7 +371,7 @@ class TransformersEngine:
                     self._finish(s, "length", None)
             if not any(alive) or step == steps - 1:
                 break
-            feed = torch.tensor([[t if a else self.eos_token] for t, a in zip(token_list, alive)],
+            feed = torch.tensor([[t if a else self.eos_token] for t, a in zip(token_list, alive, strict=True)],
                                 dtype=torch.long, device=dev)
             out = self.model(input_ids=feed, use_cache=True, **{self._cache_kwarg: _output_cache(out)})
 
@@ -374,13 +399,13 @@ class TransformersEngine:
             if s in self._running:  # so that stats never count a finished request as running
                 self._running.remove(s)
             c = self._counts
-            c["finished"][reason] += 1
-            c["prompt_tokens"] += stats.prompt_tokens
-            c["generation_tokens"] += stats.completion_tokens
+            c.finished[reason] += 1
+            c.prompt_tokens += stats.prompt_tokens
+            c.generation_tokens += stats.completion_tokens
             if traced:
-                c["spans_kept"] += 1
+                c.spans_kept += 1
             elif keep is None and self.sampler.tracing:
-                c["spans_sampled_out"] += 1
+                c.spans_sampled_out += 1
         s.result = GenerationResult(request_id=s.request.request_id, prompt_tokens=list(s.request.prompt_tokens),
                                     completion_tokens=list(s.completion), logprobs=list(s.logprobs),
                                     finish_reason=reason, weight_version=version, stats=stats, traced=traced,
@@ -390,7 +415,7 @@ class TransformersEngine:
     def _emit_span(self, s: _Sequence, stats: RequestStats, reason: str, error: str | None, keep: str,
                    version: int) -> bool:
         p = s.request.params
-        attributes = {
+        attributes: dict[str, AttributeValue] = {
             names.REQUEST_ID: s.request.request_id,
             names.REQUEST_N: 1,
             names.REQUEST_MAX_TOKENS: int(p.max_tokens),

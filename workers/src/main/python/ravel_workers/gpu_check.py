@@ -16,9 +16,10 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -109,8 +110,8 @@ def drive(worker: Any, trainer: Any, steps: int, prompts: int = 32, group_size: 
     return out
 
 
-def specs(hidden: int, layers: int, heads: int, device: str, lr: float, seed: int = 7,
-          family: str = "gpt2", max_running: int = 256, max_positions: int = 16) -> tuple[dict, dict]:
+def specs(hidden: int, layers: int, heads: int, device: str, lr: float, seed: int = 7, family: str = "gpt2",
+          max_running: int = 256, max_positions: int = 16) -> tuple[dict[str, Any], dict[str, Any]]:
     """The worker and trainer specs of a model of these sizes for the arithmetic task."""
     model = {"family": family, "vocab_size": VOCAB, "layers": layers, "hidden": hidden, "heads": heads,
              "max_positions": max_positions}

@@ -16,8 +16,8 @@ A sequence with no completion token contributes 0 to the objective and to ``kl``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -140,7 +140,7 @@ def completion_logprobs(model: torch.nn.Module, prompts: Sequence[Sequence[int]]
     """
     t = 1.0 if temperature == 0 else float(temperature)
     b = len(prompts)
-    seqs = [list(p) + list(c) for p, c in zip(prompts, completions)]
+    seqs = [list(p) + list(c) for p, c in zip(prompts, completions, strict=False)]
     width = max(len(s) for s in seqs)
     lmax = max((len(c) for c in completions), default=0)
     ids = torch.zeros((b, width), dtype=torch.long)
@@ -152,7 +152,7 @@ def completion_logprobs(model: torch.nn.Module, prompts: Sequence[Sequence[int]]
     gather = torch.zeros((b, max(lmax, 1)), dtype=torch.long)
     tokens = torch.zeros((b, max(lmax, 1)), dtype=torch.long)
     mask = torch.zeros((b, max(lmax, 1)), dtype=torch.float32)
-    for i, (p, c) in enumerate(zip(prompts, completions)):
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=False)):
         n = len(c)
         if n:
             gather[i, :n] = torch.arange(len(p) - 1, len(p) - 1 + n)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 
@@ -27,7 +28,7 @@ def check(inputs: Mapping[str, Any]) -> dict[str, Any]:
     reference = inputs["reference_logprobs"]
     rewards = inputs["rewards"]
     for name, rows in (("behaviour_logprobs", behaviour), ("reference_logprobs", reference)):
-        if len(rows) != len(policy) or any(len(a) != len(b) for a, b in zip(rows, policy)):
+        if len(rows) != len(policy) or any(len(a) != len(b) for a, b in zip(rows, policy, strict=True)):
             raise ValueError(f"{name}: must have the shape of policy_logprobs")
     if len(rewards) != len(policy):
         raise ValueError(f"rewards: {len(rewards)} for {len(policy)} sequences")
@@ -37,7 +38,7 @@ def check(inputs: Mapping[str, Any]) -> dict[str, Any]:
     result = grpo_loss(logp, pad(behaviour)[0], pad(reference)[0], mask,
                        torch.tensor(advantages, dtype=torch.float64), float(inputs["clip_epsilon"]),
                        float(inputs["kl_beta"]))
-    result.loss.backward()
+    result.loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
     grad = logp.grad if logp.grad is not None else torch.zeros_like(logp)
     return {"loss": float(result.loss.item()), "kl": result.kl, "clip_fraction": result.clip_fraction,
             "mean_ratio": result.mean_ratio, "advantages": advantages,

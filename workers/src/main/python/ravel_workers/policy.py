@@ -36,8 +36,9 @@ def resolve_device(device: str) -> torch.device:
 
 def hf_config(config: ModelConfig, eos_token: int | None = None) -> Any:
     """The transformers config of ``config`` (dropout off, tied embeddings, init std hidden^-0.5, SDPA attention)."""
-    from transformers import GPT2Config, Qwen2Config
+    from transformers import GPT2Config, PretrainedConfig, Qwen2Config
 
+    c: PretrainedConfig
     if config.family == "gpt2":
         c = GPT2Config(vocab_size=config.vocab_size, n_positions=config.max_positions, n_embd=config.hidden,
                        n_layer=config.layers, n_head=config.heads, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
@@ -65,7 +66,8 @@ def build_model(config: ModelConfig, seed: int, device: str | torch.device = "cp
     hf = hf_config(config, eos_token)
     with torch.device("cpu"):
         torch.manual_seed(seed)
-        model = cls(hf)
+        # typed as a Module: transformers' PreTrainedModel.to (a functools.wraps of Module.to) types as Any
+        model: torch.nn.Module = cls(hf)
     model = model.to(dtype=torch.float32)
     model.eval()
     return model.to(device if isinstance(device, torch.device) else torch.device(device))

@@ -26,7 +26,8 @@ import functools
 import inspect
 import json
 import typing
-from typing import Any, Callable, Mapping, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
@@ -35,6 +36,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from . import names, wire
+
+if TYPE_CHECKING:
+    from .telemetry import ProcessTelemetry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,7 +95,7 @@ def role_method(*, traced: bool = True, raw_result: bool = False) -> Callable[[F
             values = wire.decode_args(args, refs)
             if len(values) != len(hints):
                 raise TypeError(f"{type(self).__name__}.{name} takes {len(hints)} argument(s), got {len(values)}")
-            result = func(self, *[wire.from_wire(t, v) for t, v in zip(hints, values)])
+            result = func(self, *[wire.from_wire(t, v) for t, v in zip(hints, values, strict=True)])
             if raw_result:
                 if not isinstance(result, (bytes, bytearray)):
                     raise TypeError(f"{name} must return bytes, got {type(result).__name__}")
@@ -101,13 +105,14 @@ def role_method(*, traced: bool = True, raw_result: bool = False) -> Callable[[F
         @functools.wraps(func)
         def wrapper(self: Any, carrier: str | bytes | None = None, args: str | bytes = "[]", *refs: Any) -> bytes:
             parent = extract_carrier(carrier)
-            telemetry = getattr(self, "telemetry", None)
-            open_span = traced and telemetry is not None and telemetry.worker_spans
+            telemetry: ProcessTelemetry | None = getattr(self, "telemetry", None)
+            # the telemetry to open the span with; None: no span
+            spans = telemetry if traced and telemetry is not None and telemetry.worker_spans else None
             token = otel_context.attach(parent)
             try:
-                if not open_span:
+                if spans is None:
                     return call(self, args, refs)
-                with telemetry.tracer.start_as_current_span(
+                with spans.tracer.start_as_current_span(
                         f"{names.ROLE_SPAN_PREFIX}{type(self).SPANS}.{name}", context=parent, kind=SpanKind.SERVER,
                         attributes={names.ACTOR_ROLE: type(self).ROLE, names.ACTOR_METHOD: name},
                         record_exception=False, set_status_on_exception=False) as span:
@@ -122,7 +127,7 @@ def role_method(*, traced: bool = True, raw_result: bool = False) -> Callable[[F
 
         # What Ray sees must be the wire signature: Ray unwraps ``__wrapped__`` all the way (ignoring
         # ``__signature__``) to validate calls, so the typed method is kept under another name.
-        del wrapper.__wrapped__  # type: ignore[attr-defined]
+        del wrapper.__wrapped__
         wrapper.__signature__ = _WIRE_SIGNATURE  # type: ignore[attr-defined]
         wrapper.typed = func  # type: ignore[attr-defined]
         wrapper.__ravel_role_method__ = {"traced": traced, "raw_result": raw_result}  # type: ignore[attr-defined]

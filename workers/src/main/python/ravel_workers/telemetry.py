@@ -26,9 +26,10 @@ import os
 import threading
 import time
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -139,7 +140,8 @@ class TelemetrySettings:
                    engine_tracing_setting=boolean("ENGINE_TRACING", None), engine_sample_ratio=ratio,
                    engine_slow_request_ms=number("ENGINE_SLOW_REQUEST_MS", 2000, int), exporter_setting=exporter,
                    run_id=get("RUN_ID") or "", service_name=get("SERVICE_NAME") or "ravel",
-                   resource_attributes=_attributes(ENV_PREFIX + "RESOURCE_ATTRIBUTES", get("RESOURCE_ATTRIBUTES") or ""),
+                   resource_attributes=_attributes(ENV_PREFIX + "RESOURCE_ATTRIBUTES",
+                                                   get("RESOURCE_ATTRIBUTES") or ""),
                    runs_dir=get("RUNS_DIR") or "runs",
                    shutdown_timeout_ms=number("SHUTDOWN_TIMEOUT_MS", 10_000, int))
 
@@ -246,16 +248,21 @@ def parse_headers(raw: str) -> dict[str, str]:
 def _hex_ids(obj: Any) -> Any:
     """Rewrites the base64 ``traceId``/``spanId``/``parentSpanId`` of protobuf's JSON as lower-case hex."""
     if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str):
-                out[k] = base64.b64decode(v).hex()
-            else:
-                out[k] = _hex_ids(v)
-        return out
+        return _hex_ids_of(obj)
     if isinstance(obj, list):
         return [_hex_ids(v) for v in obj]
     return obj
+
+
+def _hex_ids_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_hex_ids` of a JSON object."""
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str):
+            out[k] = base64.b64decode(v).hex()
+        else:
+            out[k] = _hex_ids(v)
+    return out
 
 
 def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
@@ -263,8 +270,8 @@ def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    message = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    return _hex_ids(message)
+    message: dict[str, Any] = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    return _hex_ids_of(message)
 
 
 class JsonLinesSpanExporter(SpanExporter):

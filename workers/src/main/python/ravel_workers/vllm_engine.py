@@ -27,15 +27,15 @@ import os
 import tempfile
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry import context as otel_context
 
 from . import policy
 from .role import TRACE_CONTEXT
 from .telemetry import OtlpConfig, ProcessTelemetry
-from .wire import (FINISH_REASONS, EngineStats, GenerationRequest, GenerationResult, GenerationWorkerSpec,
-                   RequestStats)
+from .wire import FINISH_REASONS, EngineStats, GenerationRequest, GenerationResult, GenerationWorkerSpec, RequestStats
 
 
 def _import_vllm() -> Any:
@@ -52,6 +52,7 @@ class WeightLoader:
 
     def ravel_load_weights(self, blob: bytes) -> int:
         version, state = policy.read_blob(blob)
+        # model_runner is the vLLM worker's, which this class extends (vLLM mixes it into its worker class)
         self.model_runner.model.load_weights(weights=list(state.items()))  # type: ignore[attr-defined]
         return version
 
@@ -60,11 +61,14 @@ class VllmEngine:
     """``submit``/``update_weights``/``stats``/``close`` over ``vllm.AsyncLLMEngine`` (module docstring)."""
 
     def __init__(self, spec: GenerationWorkerSpec, telemetry: ProcessTelemetry) -> None:
+        from transformers import PreTrainedModel
+
         vllm = _import_vllm()
         self.spec = spec
         self.telemetry = telemetry
         self._folder = tempfile.TemporaryDirectory(prefix="ravel-vllm-")
         model = policy.build_model(spec.model, spec.seed, "cpu", spec.eos_token)
+        assert isinstance(model, PreTrainedModel)  # build_model makes a transformers model
         model.save_pretrained(self._folder.name)
         kwargs: dict[str, Any] = dict(model=self._folder.name, skip_tokenizer_init=True, seed=spec.seed,
                                       max_num_seqs=spec.max_running_requests, max_model_len=spec.model.max_positions,
@@ -106,7 +110,7 @@ class VllmEngine:
         arrival = time.time_ns()
         p = r.params
         first = last = 0
-        final = None
+        final: Any = None  # the last vllm.RequestOutput (vllm is untyped here)
         version = self._version
         try:
             params = self._vllm.SamplingParams(n=1, max_tokens=p.max_tokens, temperature=p.temperature,
@@ -128,7 +132,7 @@ class VllmEngine:
                     self._running -= 1
             o = final.outputs[0]
             tokens = list(o.token_ids)
-            logprobs = [float(lp[t].logprob) for t, lp in zip(tokens, o.logprobs or [])]
+            logprobs = [float(lp[t].logprob) for t, lp in zip(tokens, o.logprobs or [], strict=False)]
             reason = o.finish_reason if o.finish_reason in FINISH_REASONS else "stop"
             error = None
         except Exception as e:  # noqa: BLE001 - one request fails, not the batch

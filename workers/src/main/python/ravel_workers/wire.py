@@ -15,8 +15,9 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from . import names
 

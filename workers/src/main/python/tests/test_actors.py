@@ -14,6 +14,7 @@ import torch
 from ravel_workers import actors, policy
 from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
 from ravel_workers.wire import ModelConfig
+
 from support import TINY_MODEL, call, carrier, request, spans_of, trainer_spec, worker_spec
 
 
@@ -82,7 +83,8 @@ def test_trainer_starts_from_the_workers_weights_and_logprobs_agree(worker, trai
     behaviour = sum(sum(t["logprobs"]) for t in batch) / tokens
     assert summary["tokens"] == tokens
     assert summary["policy"] == pytest.approx(behaviour, abs=1e-4)
-    assert summary["reference"] == pytest.approx(summary["policy"], abs=1e-6) and summary["kl"] == pytest.approx(0, abs=1e-9)
+    assert summary["reference"] == pytest.approx(summary["policy"], abs=1e-6)
+    assert summary["kl"] == pytest.approx(0, abs=1e-9)
 
 
 def test_logprobs_cache_is_reused_by_the_following_train(worker, trainer):

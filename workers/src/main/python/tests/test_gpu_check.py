@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ravel_workers import gpu_check
+
 from support import read_spans
 
 

@@ -37,8 +37,9 @@ def test_loss_by_hand():
     d0 = math.exp(-0.5) + 0.5 - 1
     expected = -((1.0 - 0.1 * d0) + (1.2 - 0.0)) / 2
     logp = torch.tensor([[-1.0, -0.5]], dtype=torch.float64, requires_grad=True)
-    r = grpo_loss(logp, torch.tensor([[-1.0, -1.0]], dtype=torch.float64), torch.tensor([[-1.5, -0.5]], dtype=torch.float64),
-                  torch.ones(1, 2, dtype=torch.float64), torch.tensor([1.0], dtype=torch.float64), 0.2, 0.1)
+    r = grpo_loss(logp, torch.tensor([[-1.0, -1.0]], dtype=torch.float64),
+                  torch.tensor([[-1.5, -0.5]], dtype=torch.float64), torch.ones(1, 2, dtype=torch.float64),
+                  torch.tensor([1.0], dtype=torch.float64), 0.2, 0.1)
     assert r.loss.item() == pytest.approx(expected, abs=1e-15)
     assert r.kl == pytest.approx(d0 / 2, abs=1e-15)
     assert r.clip_fraction == 0.5
@@ -107,7 +108,7 @@ def test_matches_the_java_loop_on_random_ragged_batches():
     assert out["kl"] == pytest.approx(kl, abs=1e-12)
     assert out["clip_fraction"] == pytest.approx(clip, abs=1e-12) and 0 < clip < 1
     assert out["mean_ratio"] == pytest.approx(ratio, abs=1e-12)
-    for got, want in zip(out["grad_logprobs"], grads):
+    for got, want in zip(out["grad_logprobs"], grads, strict=True):
         assert got == pytest.approx(want, abs=1e-12)
 
 

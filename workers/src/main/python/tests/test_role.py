@@ -10,6 +10,7 @@ from opentelemetry import baggage, trace
 
 from ravel_workers.role import extract_carrier, inject_carrier, role_method
 from ravel_workers.wire import LogProbSummary
+
 from support import TRACEPARENT, carrier, spans_of
 
 

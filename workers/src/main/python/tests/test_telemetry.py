@@ -13,8 +13,14 @@ from concurrent import futures
 import pytest
 from opentelemetry.trace import SpanKind
 
-from ravel_workers.telemetry import (JsonLinesSpanExporter, OtlpConfig, ProcessTelemetry, TelemetrySettings,
-                                     parse_headers)
+from ravel_workers.telemetry import (
+    JsonLinesSpanExporter,
+    OtlpConfig,
+    ProcessTelemetry,
+    TelemetrySettings,
+    parse_headers,
+)
+
 from support import read_spans, spans_of, telemetry_env
 
 
@@ -94,7 +100,8 @@ def test_dropped_spans_are_counted_and_add_up_once_flushed(tmp_path, monkeypatch
     """Invariant: once flushed, ended = exported + failed + dropped, and the file holds exactly the exported spans.
 
     The export thread is held inside its first export (of s0 and s1, a full batch) until all spans have ended, so
-    the queue (2) can hold two of s2-s4 and gives one up, however the threads are scheduled: exactly one span is dropped.
+    the queue (2) can hold two of s2-s4 and gives one up, however the threads are scheduled: exactly one span is
+    dropped.
     """
     entered, release = threading.Event(), threading.Event()
     original = JsonLinesSpanExporter.export

@@ -7,9 +7,20 @@ import json
 import pytest
 
 from ravel_workers import wire
-from ravel_workers.wire import (EngineStats, ExportStats, GenerationRequest, GenerationResult, GenerationWorkerSpec,
-                                LogProbSummary, ModelConfig, RequestStats, SamplingParams, TrainerSpec, TrainOutcome,
-                                Trajectory)
+from ravel_workers.wire import (
+    EngineStats,
+    ExportStats,
+    GenerationRequest,
+    GenerationResult,
+    GenerationWorkerSpec,
+    LogProbSummary,
+    ModelConfig,
+    RequestStats,
+    SamplingParams,
+    TrainerSpec,
+    TrainOutcome,
+    Trajectory,
+)
 
 STATS = RequestStats(arrival_epoch_nanos=1_700_000_000_000_000_000, scheduled_epoch_nanos=1_700_000_000_000_000_100,
                      first_token_epoch_nanos=1_700_000_000_000_000_200, finish_epoch_nanos=1_700_000_000_000_000_900,

@@ -1,6 +1,6 @@
 package dev.ravel.driver.grpo;
 
-import dev.ravel.driver.cluster.RayVersions;
+import dev.ravel.driver.session.RayVersions;
 import dev.ravel.workers.serve.RavelVersion;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.sdk.resources.Resource;

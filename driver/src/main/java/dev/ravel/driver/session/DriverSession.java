@@ -2,7 +2,6 @@ package dev.ravel.driver.session;
 
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
-import dev.ravel.driver.cluster.RayVersions;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.env.HeadEnvironment;
 import dev.ravel.telemetry.env.WorkerEnvironment;

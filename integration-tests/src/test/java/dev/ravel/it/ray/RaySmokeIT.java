@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
-import dev.ravel.driver.cluster.RayVersions;
+import dev.ravel.driver.session.RayVersions;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.StepMetrics;
 import dev.ravel.driver.session.DriverSession;

@@ -2,7 +2,7 @@ package dev.ravel.it.support;
 
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
-import dev.ravel.driver.cluster.RayVersions;
+import dev.ravel.driver.session.RayVersions;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.env.HeadEnvironment;
 import java.io.IOException;

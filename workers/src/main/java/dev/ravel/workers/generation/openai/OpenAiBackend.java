@@ -244,7 +244,7 @@ public final class OpenAiBackend implements GenerationBackend {
       GenerationRequest first = requests.get(i);
       int j = i + 1;
       if (first.requestId().endsWith("-0")) {
-        String id = groupId(first);
+        String id = ServerClient.groupId(first);
         while (j < requests.size() && sameGroup(first, id, requests.get(j), j - i)) {
           j++;
         }
@@ -259,12 +259,6 @@ public final class OpenAiBackend implements GenerationBackend {
     return r.requestId().equals(id + "-" + k) && r.params().seed() == first.params().seed() + k
         && r.params().equals(first.params().withSeed(r.params().seed()))
         && r.carrier().equals(first.carrier()) && Arrays.equals(r.promptTokens(), first.promptTokens());
-  }
-
-  /** The id of the group whose first sample is {@code first} ({@code <id>-0}). */
-  static String groupId(GenerationRequest first) {
-    String id = first.requestId();
-    return id.substring(0, id.length() - 2);
   }
 
   private GenerationResult count(GenerationResult r) {

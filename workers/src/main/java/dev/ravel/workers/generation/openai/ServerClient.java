@@ -88,7 +88,7 @@ final class ServerClient {
   CompletableFuture<List<GenerationResult>> complete(List<GenerationRequest> group, String model, long version) {
     URI url = base.resolve("/v1/completions");
     GenerationRequest first = group.get(0);
-    String requestId = group.size() == 1 ? first.requestId() : OpenAiBackend.groupId(first);
+    String requestId = group.size() == 1 ? first.requestId() : groupId(first);
     Context parent = first.carrier().extract();
     HttpRequest.Builder b = HttpRequest.newBuilder(url)
         .timeout(requestTimeout)
@@ -307,5 +307,11 @@ final class ServerClient {
     } catch (IOException e) {
       throw new IllegalStateException("not JSON: " + CompletionsProtocol.snippet(body), e);
     }
+  }
+
+  /** The id of the group whose first sample is {@code first} ({@code <id>-0}): one request with n = G. */
+  static String groupId(GenerationRequest first) {
+    String id = first.requestId();
+    return id.substring(0, id.length() - 2);
   }
 }

@@ -1,5 +1,6 @@
-package dev.ravel.driver.cluster;
+package dev.ravel.driver.session;
 
+import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.jobs.JobsClient;
 import dev.ravel.driver.jobs.JobsException;
 import java.net.URI;

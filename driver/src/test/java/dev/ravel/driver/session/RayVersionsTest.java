@@ -1,4 +1,4 @@
-package dev.ravel.driver.cluster;
+package dev.ravel.driver.session;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
