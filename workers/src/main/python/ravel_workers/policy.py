@@ -66,7 +66,7 @@ def build_model(config: ModelConfig, seed: int, device: str | torch.device = "cp
     hf = hf_config(config, eos_token)
     with torch.device("cpu"):
         torch.manual_seed(seed)
-        # typed as a Module: transformers' PreTrainedModel.to (a functools.wraps of Module.to) types as Any
+        # typed as a Module: mypy cannot call transformers' PreTrainedModel.to (a functools.wraps of Module.to)
         model: torch.nn.Module = cls(hf)
     model = model.to(dtype=torch.float32)
     model.eval()

@@ -110,7 +110,7 @@ class VllmEngine:
         arrival = time.time_ns()
         p = r.params
         first = last = 0
-        final: Any = None  # the last vllm.RequestOutput (vllm is untyped here)
+        final: Any = None  # the last vllm.RequestOutput (vllm's types are not checked: it is not installed here)
         version = self._version
         try:
             params = self._vllm.SamplingParams(n=1, max_tokens=p.max_tokens, temperature=p.temperature,
