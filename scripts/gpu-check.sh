@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks Ravel's Python workers on one NVIDIA GPU, outside Ray: the generation worker and GRPO training steps
-# on CUDA with spans written to a JSONL file; prints tokens/s and step times (python -m ravel_workers.gpu_check).
+# on CUDA with spans written to a JSONL file; prints tokens/s and step times (python -m ravel_checks.gpu_check).
 #
 # The machine needs Python with PyTorch and transformers; no network, Java or Ray. The OpenTelemetry wheels it
 # needs beyond those come from a folder (pure-Python wheels, a few MiB), fetched beforehand where there is
@@ -10,7 +10,7 @@
 #   scripts/gpu-check.sh [--wheels DIR] [--device cpu|cuda] [gpu_check options...]
 #
 # Without --wheels the Python environment must already have the OpenTelemetry SDK. Other options go to
-# ravel_workers.gpu_check (--hidden, --layers, --heads, --prompts, --steps, --lr, --runs-dir, --max-seconds).
+# ravel_checks.gpu_check (--hidden, --layers, --heads, --prompts, --steps, --lr, --runs-dir, --max-seconds).
 # PYTHON picks the interpreter (default python3). The run is bounded by GPU_CHECK_TIMEOUT seconds (default 300).
 set -euo pipefail
 
@@ -88,7 +88,7 @@ export PYTHONPATH="$PACKAGE_DIR$EXTRA_PATH${PYTHONPATH:+:$PYTHONPATH}"
 export TOKENIZERS_PARALLELISM=false
 cd "$PACKAGE_DIR"
 status=0
-timeout "${GPU_CHECK_TIMEOUT:-300}" "$PYTHON" -m ravel_workers.gpu_check --device "$DEVICE" ${ARGS[@]+"${ARGS[@]}"} \
+timeout "${GPU_CHECK_TIMEOUT:-300}" "$PYTHON" -m ravel_checks.gpu_check --device "$DEVICE" ${ARGS[@]+"${ARGS[@]}"} \
   || status=$?
 [[ $status -eq 124 ]] && echo "gpu-check: timed out after ${GPU_CHECK_TIMEOUT:-300}s" >&2
 exit $status

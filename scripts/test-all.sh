@@ -114,9 +114,10 @@ pytest_suite() {
   (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m pytest -q -p no:cacheprovider \
     --junitxml="$ROOT/workers/target/pytest/python.junit.xml" tests)
 }
-# their type and lint checks first (mypy --strict on ravel_workers, ruff on the package and its tests; pyproject.toml)
+# their type and lint checks first (mypy --strict on ravel_workers and ravel_checks, ruff on both and the tests;
+# pyproject.toml)
 python_checks() {
-  (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m mypy && "$RAY_VENV/bin/python" -m ruff check ravel_workers tests)
+  (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m mypy && "$RAY_VENV/bin/python" -m ruff check ravel_workers ravel_checks tests)
 }
 phase "mypy and ruff (Python workers)" python_checks
 phase "pytest (Python workers)" pytest_suite

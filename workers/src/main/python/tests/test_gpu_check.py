@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ravel_workers import gpu_check
+from ravel_checks import gpu_check
 
 from support import read_spans
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from ravel_checks.grpo_check import check
 from ravel_workers.grpo import group_advantages, grpo_loss, pad
-from ravel_workers.grpo_check import check
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,7 +123,7 @@ def test_grpo_check_module_reads_stdin_and_prints_json():
     inputs = {"policy_logprobs": [[-1.0, -0.5], [-2.0]], "behaviour_logprobs": [[-1.0, -1.0], [-2.0]],
               "reference_logprobs": [[-1.5, -0.5], [-1.0]], "rewards": [1.0, 0.0], "group_size": 2,
               "clip_epsilon": 0.2, "kl_beta": 0.1, "advantage_eps": 1e-6}
-    proc = subprocess.run([sys.executable, "-m", "ravel_workers.grpo_check"], input=json.dumps(inputs),
+    proc = subprocess.run([sys.executable, "-m", "ravel_checks.grpo_check"], input=json.dumps(inputs),
                           capture_output=True, text=True, cwd=PACKAGE_ROOT, timeout=120, check=True)
     out = json.loads(proc.stdout)
     assert set(out) == {"loss", "kl", "clip_fraction", "mean_ratio", "advantages", "grad_logprobs"}

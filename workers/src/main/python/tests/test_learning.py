@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import time
 
+from ravel_checks.gpu_check import drive, specs
 from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
-from ravel_workers.gpu_check import drive, specs
 from ravel_workers.telemetry import ProcessTelemetry
 
 # The configuration reported for examples/grpo-python.yaml.

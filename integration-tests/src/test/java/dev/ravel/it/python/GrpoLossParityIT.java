@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The GRPO maths is the same in both languages: the Java trainer's {@link GrpoLoss#objective} and the Python
- * trainer's loss ({@code python -m ravel_workers.grpo_check}, PyTorch autograd in float64) get the same
+ * trainer's loss ({@code python -m ravel_checks.grpo_check}, PyTorch autograd in float64) get the same
  * per-token log-probs, rewards and settings, and agree on the loss, its parts, the advantages and the gradient
  * with respect to every policy log-prob, to 1e-6.
  */
@@ -96,7 +96,7 @@ final class GrpoLossParityIT {
   private static JsonNode python(String input) throws IOException, InterruptedException {
     Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
     Path venv = Path.of(System.getenv("RAVEL_RAY_VENV"));
-    ProcessBuilder pb = new ProcessBuilder(venv.resolve("bin/python").toString(), "-m", "ravel_workers.grpo_check")
+    ProcessBuilder pb = new ProcessBuilder(venv.resolve("bin/python").toString(), "-m", "ravel_checks.grpo_check")
         .directory(home.resolve("workers/src/main/python").toFile());
     Path out = Files.createTempFile("grpo-check", ".json");
     Path err = Files.createTempFile("grpo-check", ".err");

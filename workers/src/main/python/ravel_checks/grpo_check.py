@@ -1,4 +1,4 @@
-"""``python -m ravel_workers.grpo_check``: the GRPO loss of JSON inputs, for the Java parity test.
+"""``python -m ravel_checks.grpo_check``: the GRPO loss of JSON inputs, for the Java parity test.
 
 Reads on stdin::
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .grpo import group_advantages, grpo_loss, pad
+from ravel_workers.grpo import group_advantages, grpo_loss, pad
 
 
 def check(inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``python -m ravel_workers.gpu_check``: the generation worker and GRPO training on one device, outside Ray.
+"""``python -m ravel_checks.gpu_check``: the generation worker and GRPO training on one device, outside Ray.
 
 The body of ``scripts/gpu-check.sh``: on a machine with PyTorch, transformers and the OpenTelemetry wheels
 (no network, no Java, no Ray), it builds a :class:`GenerationWorkerImpl` and a :class:`PolicyTrainerImpl`
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .telemetry import ProcessTelemetry
+from ravel_workers.telemetry import ProcessTelemetry
 
 #: The arithmetic task's alphabet (``CharTokenizer.ARITHMETIC_ALPHABET``); EOS is id 13, the vocabulary 14.
 ALPHABET = "0123456789+-="
@@ -124,7 +124,7 @@ def specs(hidden: int, layers: int, heads: int, device: str, lr: float, seed: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ravel_workers.gpu_check", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m ravel_checks.gpu_check", description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda", help="cuda or cpu (default cuda)")
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--layers", type=int, default=8)
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.device.startswith("cuda") and not torch.cuda.is_available():
         print("gpu_check: --device cuda but torch sees no CUDA device", file=sys.stderr)
         return 2
-    from .actors import GenerationWorkerImpl, PolicyTrainerImpl
+    from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
 
     runs_dir = a.runs_dir or tempfile.mkdtemp(prefix="ravel-gpu-check-")
     env = {"RAVEL_TELEMETRY_RUN_ID": f"gpu-check-{int(time.time())}", "RAVEL_TELEMETRY_PRESET": "all",
