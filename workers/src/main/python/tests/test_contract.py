@@ -53,3 +53,20 @@ def test_the_file_is_json_with_every_section():
             "presets", "exporters", "engines", "finish_reasons", "keep_reasons", "environment", "grpo_defaults",
             "golden"} <= set(data)
     assert len(set(data["engine_attributes"].values())) == len(data["engine_attributes"])  # no key twice
+
+
+def test_grpo_loss_matches_the_golden_case():
+    # the same case the Java GrpoLoss is held to (ContractGoldenTest): the Python loss, by autograd in float64
+    from ravel_checks.grpo_check import check
+
+    golden = CONTRACT["golden"]["grpo_loss"]
+    got = check(golden["input"])
+    want = golden["expected"]
+    for key in ("loss", "kl", "clip_fraction", "mean_ratio"):
+        assert abs(got[key] - want[key]) < 1e-9, key
+    assert len(got["advantages"]) == len(want["advantages"])
+    assert all(abs(a - b) < 1e-9 for a, b in zip(got["advantages"], want["advantages"], strict=True))
+    assert want["clip_fraction"] > 0, "the case exercises the clip"
+    for i, (row, expected) in enumerate(zip(got["grad_logprobs"], want["grad_logprobs"], strict=True)):
+        assert len(row) == len(expected), i
+        assert all(abs(a - b) < 1e-9 for a, b in zip(row, expected, strict=True)), i

@@ -4,7 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
-import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.telemetry.runs.RunRecord;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -174,14 +175,14 @@ final class BenchCommand implements Callable<Integer> {
       throw new IllegalStateException("run " + runId + " failed (exit " + p.exitValue() + "); log: " + log);
     }
     Path runDir = runsDir.toAbsolutePath().resolve(runId);
-    JsonNode summary = new ObjectMapper().readTree(runDir.resolve(RunSummary.FILE).toFile());
-    JsonNode steps = summary.path("step_metrics");
+    List<StepRecord> steps = RunRecord.read(runDir).orElseThrow(() -> new IllegalStateException("run " + runId
+        + " wrote no " + RunRecord.FILE + "; log: " + log)).stepMetrics();
     double time = 0;
     double calls = 0;
     int n = 0;
     for (int i = 1; i < steps.size(); i++) {
-      time += steps.get(i).path("stepSeconds").asDouble();
-      calls += steps.get(i).path("rayCalls").asDouble();
+      time += steps.get(i).stepSeconds();
+      calls += steps.get(i).rayCalls();
       n++;
     }
     RunTraces traces = RunTraces.readDir(runDir);

@@ -54,8 +54,9 @@ final class DemoCommand implements Callable<Integer> {
     java.time.Instant started = java.time.Instant.now();
     try (DriverSession session = b.start()) {
       RelayDemo.Result r = new RelayDemo(session).run(calls);
-      dev.ravel.driver.grpo.RunSummary.write(config.runDir(), config.runId(), "demo", started, java.time.Instant.now(),
-          "succeeded", java.util.List.of(), Map.of("calls", calls), Map.of("trace_id", r.traceId()));
+      new dev.ravel.telemetry.runs.RunRecord(config.runId(), "demo", dev.ravel.telemetry.runs.RunRecord.Status.SUCCEEDED,
+          started, java.time.Instant.now(), 0, Map.of("calls", calls), java.util.List.of(),
+          Map.of("trace_id", r.traceId())).write(config.runDir());
       r.answers().forEach(a -> System.out.println("  " + a));
       System.out.println("run id: " + config.runId() + "  trace: " + r.traceId());
       if (config.exporter().writesFiles()) {

@@ -1,5 +1,6 @@
 package dev.ravel.driver.cli;
 
+import dev.ravel.driver.config.Keys;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.otlp.OtlpSettings;
@@ -66,7 +67,7 @@ final class Preflight {
    * naming the key and the address; other forms ({@code auto}, {@code ray://...}) are left to Ray.
    */
   static void reachableRay(String clusterAddress, Map<String, String> env) {
-    String key = "cluster.address";
+    String key = Keys.ADDRESS.dotted();
     String address = clusterAddress;
     if (address == null || address.isEmpty()) {
       key = "RAY_ADDRESS";
@@ -94,7 +95,7 @@ final class Preflight {
     } catch (IOException e) {
       throw new ConfigException(key, "no Ray at " + address + " (" + (e.getMessage() == null
           ? e.getClass().getSimpleName() : e.getMessage()) + "); start one there with 'ray start --head', or"
-          + " leave cluster.address and RAY_ADDRESS empty for a local head");
+          + " leave " + Keys.ADDRESS + " and RAY_ADDRESS empty for a local head");
     }
   }
 }

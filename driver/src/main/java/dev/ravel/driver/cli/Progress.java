@@ -1,7 +1,7 @@
 package dev.ravel.driver.cli;
 
 import dev.ravel.driver.grpo.StepListener;
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,7 +25,7 @@ final class Progress implements StepListener {
   }
 
   @Override
-  public void onStep(StepMetrics m, int total) {
+  public void onStep(StepRecord m, int total) {
     int done = m.step(); // steps are numbered from 1
     StringBuilder phases = new StringBuilder();
     m.phases().entrySet().stream().sorted((a, b) -> Double.compare(b.getValue(), a.getValue())).limit(3)

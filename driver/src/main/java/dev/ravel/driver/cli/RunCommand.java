@@ -1,5 +1,6 @@
 package dev.ravel.driver.cli;
 
+import dev.ravel.driver.config.Keys;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
@@ -7,7 +8,8 @@ import dev.ravel.driver.grpo.Resume;
 import dev.ravel.driver.grpo.RunInterruptedException;
 import dev.ravel.driver.grpo.RunSummary;
 import dev.ravel.driver.grpo.RunVersions;
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.RunRecord;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.config.ConfigException;
@@ -54,18 +56,18 @@ final class RunCommand implements Callable<Integer> {
     }
     RunConfig config = RunConfig.load(args.configFile, overrides, env);
     Resume from = resume == null ? null : Resume.load(config.telemetry().runDir(), resume, config.resolved(),
-        config.integer("grpo.steps"));
+        config.get(Keys.STEPS));
     // before a head is started or contacted: each fails with one line naming the key
     Preflight.writableRunsDir(config.telemetry().runsDir(), env);
     Preflight.otlpSettings(config.telemetry(), env);
-    Preflight.reachableRay(config.string("cluster.address"), env);
+    Preflight.reachableRay(config.get(Keys.ADDRESS), env);
     DriverSession.Builder b = DriverSession.builder(config.telemetry()).env(env)
-        .workerJvmOptions(List.of("-Xmx" + config.integer("cluster.worker_heap_mb") + "m", "-XX:+UseSerialGC"));
-    if (!config.string("cluster.address").isEmpty()) {
-      b.address(config.string("cluster.address"));
+        .workerJvmOptions(List.of("-Xmx" + config.get(Keys.WORKER_HEAP_MB) + "m", "-XX:+UseSerialGC"));
+    if (!config.get(Keys.ADDRESS).isEmpty()) {
+      b.address(config.get(Keys.ADDRESS));
     }
-    if (config.integer("cluster.num_cpus") > 0) {
-      b.numCpus(config.integer("cluster.num_cpus"));
+    if (config.get(Keys.NUM_CPUS) > 0) {
+      b.numCpus(config.get(Keys.NUM_CPUS));
     }
     ServerBackendSpec servers = config.serverBackend();
     if (servers != null && !servers.launches()) {
@@ -74,10 +76,10 @@ final class RunCommand implements Callable<Integer> {
     Instant started = Instant.now();
     String runId = config.telemetry().runId();
     System.out.println("ravel: run " + runId + " (" + config.mode().configName() + ", "
-        + config.integer("grpo.steps") + " steps)" + (from == null ? "" : ", resumed after step "
+        + config.get(Keys.STEPS) + " steps)" + (from == null ? "" : ", resumed after step "
         + from.completedSteps() + " from " + from.checkpoint().dir()));
-    List<StepMetrics> steps = List.of();
-    String status = "failed";
+    List<StepRecord> steps = List.of();
+    RunRecord.Status status = RunRecord.Status.FAILED;
     Map<String, Object> extra = new LinkedHashMap<>();
     FaultStats faults = FaultStats.NONE;
     dev.ravel.telemetry.sdk.ExportStats spans = null;
@@ -95,7 +97,7 @@ final class RunCommand implements Callable<Integer> {
       });
       try {
         steps = JobContext.runInJobSpan(session.spans(), env, run::run); // rl.job.run when submitted
-        status = "succeeded";
+        status = RunRecord.Status.SUCCEEDED;
         extra.put("engines", run.engineStats().stream().map(e -> Map.of(
             "requests_finished", e.requestsFinishedTotal(), "preemptions", e.preemptions(),
             "prompt_tokens", e.promptTokens(), "generation_tokens", e.generationTokens(),
@@ -105,7 +107,7 @@ final class RunCommand implements Callable<Integer> {
           extra.put("buffer", run.bufferStats());
         }
       } catch (RunInterruptedException e) {
-        status = "interrupted";
+        status = RunRecord.Status.INTERRUPTED;
       } finally {
         if (steps.isEmpty()) {
           steps = run.history();
@@ -131,18 +133,18 @@ final class RunCommand implements Callable<Integer> {
         session.actorStats().forEach((k, v) -> processes.put(k, v.json()));
         tel.put("processes", processes);
         extra.put("telemetry", tel);
-        extra.put("versions", RunVersions.of(RayHome.locate(env).ravelHome()));
-        RunSummary.write(config.telemetry().runDir(), runId, config.mode().configName(), started, Instant.now(), status,
-            steps, config.resolved(), extra);
+        extra.put(RunRecord.VERSIONS, RunVersions.of(RayHome.locate(env).ravelHome()));
+        new RunRecord(runId, config.mode().configName(), status, started, Instant.now(), steps.size(),
+            config.resolved(), steps, extra).write(config.telemetry().runDir());
       }
     }
-    if (status.equals("interrupted")) {
+    if (status == RunRecord.Status.INTERRUPTED) {
       System.out.printf("%nrun %s interrupted (SIG%s) after %d steps; go on with: ravel run %s --resume %s%n", runId,
           signalled.get(), (from == null ? 0 : from.completedSteps()) + steps.size(), args.configFile, runId);
       return Signals.exitCode(signalled.get());
     }
-    double seconds = steps.stream().mapToDouble(StepMetrics::stepSeconds).sum();
-    System.out.printf("run %s %s: %d steps in %.1fs, %s%n", runId, status, steps.size(), seconds,
+    double seconds = steps.stream().mapToDouble(StepRecord::stepSeconds).sum();
+    System.out.printf("run %s %s: %d steps in %.1fs, %s%n", runId, status.jsonName(), steps.size(), seconds,
         RunSummary.rewardTrend(steps, 3));
     if (faults.failedCalls() > 0) {
       System.out.printf("faults: %d restart(s), %d call(s) failed, %d issued again (%d generation requests)%n",
@@ -164,10 +166,8 @@ final class RunCommand implements Callable<Integer> {
   private static void checkServers(ServerBackendSpec servers) {
     try {
       OpenAiBackend.checkServers(servers);
-    } catch (IllegalArgumentException e) {
-      String m = e.getMessage();
-      int colon = m.indexOf(": ");
-      throw new ConfigException(m.substring(0, colon), m.substring(colon + 2));
+    } catch (ConfigException e) {
+      throw e.under(Keys.SERVERS.section() + ".");
     }
   }
 }

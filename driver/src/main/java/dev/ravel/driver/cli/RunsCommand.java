@@ -4,7 +4,7 @@ import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.SpanNames;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.telemetry.runs.RunRecord;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.io.IOException;
@@ -86,7 +86,7 @@ final class RunsCommand implements Callable<Integer> {
   }
 
   private static Row row(Path dir) throws IOException {
-    Path summary = dir.resolve(RunSummary.FILE);
+    Path summary = dir.resolve(RunRecord.FILE);
     boolean hasSpans;
     try (Stream<Path> files = Files.list(dir)) {
       hasSpans = files.anyMatch(p -> p.getFileName().toString().endsWith(".jsonl"));
@@ -102,18 +102,27 @@ final class RunsCommand implements Callable<Integer> {
     String status = "unfinished";
     Instant start = traces.spans().stream().map(s -> Instant.ofEpochSecond(0, s.startNanos())).min(Comparator.naturalOrder())
         .orElse(Files.getLastModifiedTime(dir).toInstant());
-    if (Files.isRegularFile(summary)) {
-      JsonNode j = new ObjectMapper().readTree(summary.toFile());
-      mode = j.path("mode").asText("?");
-      steps = j.path("steps").asText(steps);
-      status = j.path("status").asText(status);
-      if (j.hasNonNull("started")) {
-        start = Instant.parse(j.get("started").asText());
-      }
+    java.util.Optional<RunRecord> record = readRecord(dir);
+    if (record.isPresent()) {
+      RunRecord r = record.get();
+      mode = r.mode();
+      steps = Integer.toString(r.steps());
+      status = r.status().jsonName();
+      start = r.started();
     } else if (!stepRoots.isEmpty()) {
       Object m = stepRoots.get(0).attribute(RavelAttributes.ALGORITHM_MODE);
       mode = m == null ? "?" : String.valueOf(m);
     }
     return new Row(dir.getFileName().toString(), start, mode, steps, traces.spans().size(), errors, status);
+  }
+
+  /** The run's record, or empty when it has none; one that cannot be read is shown as such, not fatal. */
+  private static java.util.Optional<RunRecord> readRecord(Path dir) {
+    try {
+      return RunRecord.read(dir);
+    } catch (IllegalArgumentException | java.io.UncheckedIOException e) {
+      System.err.println("ravel: " + e.getMessage());
+      return java.util.Optional.empty();
+    }
   }
 }

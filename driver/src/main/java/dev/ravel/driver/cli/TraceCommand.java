@@ -2,7 +2,7 @@ package dev.ravel.driver.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ravel.driver.grpo.RunSummary;
+import dev.ravel.telemetry.runs.RunRecord;
 import dev.ravel.telemetry.traces.JaegerSource;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
@@ -156,15 +156,10 @@ final class TraceCommand implements Callable<Integer> {
   private List<SpanRecord> fromJaeger() throws IOException {
     Instant from = Instant.now().minus(Duration.ofDays(7));
     Instant to = Instant.now().plus(Duration.ofMinutes(5));
-    Path summary = runsDir.resolve(runId).resolve(RunSummary.FILE);
-    if (Files.isRegularFile(summary)) {
-      JsonNode j = new ObjectMapper().readTree(summary.toFile());
-      if (j.hasNonNull("started")) {
-        from = Instant.parse(j.get("started").asText()).minus(Duration.ofMinutes(1));
-      }
-      if (j.hasNonNull("finished")) {
-        to = Instant.parse(j.get("finished").asText()).plus(Duration.ofMinutes(1));
-      }
+    java.util.Optional<RunRecord> record = RunRecord.read(runsDir.resolve(runId));
+    if (record.isPresent()) {
+      from = record.get().started().minus(Duration.ofMinutes(1));
+      to = record.get().finished().plus(Duration.ofMinutes(1));
     }
     List<String> names = services.isEmpty() ? List.of("ravel") : services;
     try {

@@ -1,5 +1,7 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.telemetry.runs.StepRecord;
+
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.spans.StepMetricNames;
@@ -59,7 +61,7 @@ public final class GrpoRun {
   }
 
   /** Creates the actors, runs every step and returns the history. */
-  public List<StepMetrics> run() {
+  public List<StepRecord> run() {
     if (resume != null) {
       resume.truncateStepLog(session.config().runDir());
     }
@@ -94,7 +96,7 @@ public final class GrpoRun {
   }
 
   /** The steps finished so far. */
-  public List<StepMetrics> history() {
+  public List<StepRecord> history() {
     return steps == null ? List.of() : steps.history();
   }
 

@@ -1,5 +1,6 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.driver.config.Keys;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.workers.engine.SamplingParams;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
@@ -54,40 +55,36 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
       String generationDevice, String trainerDevice) {}
 
   static GrpoSettings from(RunConfig config) {
-    int steps = config.integer("grpo.steps");
-    int prompts = config.integer("grpo.prompts_per_step");
-    int groupSize = config.integer("grpo.group_size");
-    long seed = config.longValue("run.seed");
-    double temperature = config.number("grpo.temperature");
-    double topP = config.number("grpo.top_p");
-    int maxNewTokens = config.integer("grpo.max_new_tokens");
+    int steps = config.get(Keys.STEPS);
+    int prompts = config.get(Keys.PROMPTS_PER_STEP);
+    int groupSize = config.get(Keys.GROUP_SIZE);
+    long seed = config.get(Keys.SEED);
+    int maxNewTokens = config.get(Keys.MAX_NEW_TOKENS);
+    SamplingParams sampling = SamplingParams.builder()
+        .maxTokens(maxNewTokens)
+        .temperature(config.get(Keys.TEMPERATURE))
+        .topP(config.get(Keys.TOP_P))
+        .seed(seed)
+        .ignoreEos(config.get(Keys.IGNORE_EOS))
+        .build();
     GrpoConfig grpo = GrpoConfig.builder()
         .groupSize(groupSize)
         .promptsPerStep(prompts)
-        .clipEpsilon(config.number("grpo.clip_epsilon"))
-        .klBeta(config.number("grpo.kl_beta"))
-        .learningRate(config.number("grpo.learning_rate"))
-        .temperature(temperature)
-        .topP(topP)
-        .maxNewTokens(maxNewTokens)
+        .clipEpsilon(config.get(Keys.CLIP_EPSILON))
+        .klBeta(config.get(Keys.KL_BETA))
+        .learningRate(config.get(Keys.LEARNING_RATE))
+        .temperature(sampling.temperature()) // the loss takes log-probs at the temperature sampled at
         .seed(seed)
-        .build();
-    SamplingParams sampling = SamplingParams.builder()
-        .maxTokens(maxNewTokens)
-        .temperature(temperature)
-        .topP(topP)
-        .seed(seed)
-        .ignoreEos(config.bool("generation.ignore_eos"))
         .build();
     return new GrpoSettings(config.mode() == RunConfig.Mode.ASYNC, steps, prompts, groupSize, seed,
-        config.integer("grpo.max_trajectory_age_steps"), config.integer("grpo.checkpoint_every"),
-        config.integer("generation.workers"), config.integer("generation.kv_token_budget"),
-        config.integer("generation.max_running_requests"), config.integer("generation.max_concurrency"), grpo,
-        sampling, config.string("generation.model"), config.serverBackend(), python(config, maxNewTokens),
-        groupsPerCall(config.integer("grpo.groups_per_call"), prompts, config.integer("generation.workers")),
+        config.get(Keys.MAX_TRAJECTORY_AGE_STEPS), config.get(Keys.CHECKPOINT_EVERY),
+        config.get(Keys.WORKERS), config.get(Keys.KV_TOKEN_BUDGET),
+        config.get(Keys.MAX_RUNNING_REQUESTS), config.get(Keys.MAX_CONCURRENCY), grpo,
+        sampling, config.get(Keys.MODEL), config.serverBackend(), python(config, maxNewTokens),
+        groupsPerCall(config.get(Keys.GROUPS_PER_CALL), prompts, config.get(Keys.WORKERS)),
         dev.ravel.workers.model.ModelSpec.tiny(CharTokenizer.arithmetic().vocabSize()).toBuilder()
-            .hiddenDim(config.integer("model.java_hidden")).embedDim(config.integer("model.java_embed")).build(),
-        config.integer("cluster.max_restarts"));
+            .hiddenDim(config.get(Keys.JAVA_HIDDEN)).embedDim(config.get(Keys.JAVA_EMBED)).build(),
+        config.get(Keys.MAX_RESTARTS));
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */
@@ -100,8 +97,8 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
       return null;
     }
     PythonModel model = config.pythonModel(CharTokenizer.arithmetic().vocabSize(), MAX_PROMPT_TOKENS + maxNewTokens);
-    return new Python(model, config.string("generation.engine"), config.number("generation.num_gpus"),
-        config.number("trainer.num_gpus"), config.string("generation.device"), config.string("trainer.device"));
+    return new Python(model, config.get(Keys.ENGINE), config.get(Keys.GENERATION_NUM_GPUS),
+        config.get(Keys.TRAINER_NUM_GPUS), config.get(Keys.GENERATION_DEVICE), config.get(Keys.TRAINER_DEVICE));
   }
 
   String mode() {

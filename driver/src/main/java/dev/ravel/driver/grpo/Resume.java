@@ -1,5 +1,6 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.driver.config.Keys;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.workers.grpo.TrainerState;
 import dev.ravel.workers.trainer.TrainerStateFile;
@@ -19,8 +20,8 @@ import java.util.Set;
  */
 public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
   /** Config keys a resumed run may change: how many steps, where it runs, how it is observed. */
-  private static final Set<String> MAY_CHANGE_SECTIONS = Set.of("telemetry", "cluster");
-  private static final Set<String> MAY_CHANGE_KEYS = Set.of("grpo.steps");
+  private static final Set<String> MAY_CHANGE_SECTIONS = Set.of("telemetry", Keys.ADDRESS.section());
+  private static final Set<String> MAY_CHANGE_KEYS = Set.of(Keys.STEPS.dotted());
 
   public Resume {
     Objects.requireNonNull(checkpoint, "checkpoint");
@@ -79,7 +80,7 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
   public static Resume load(Path runDir, String runId, Map<String, Object> config, int steps) {
     Checkpoints.Found found = Checkpoints.latest(runDir).orElseThrow(() -> new ConfigException("--resume",
         "run " + runId + " has no complete checkpoint under " + Checkpoints.folder(runDir)
-            + " (it is written every grpo.checkpoint_every steps and after the last)"));
+            + " (it is written every " + Keys.CHECKPOINT_EVERY + " steps and after the last)"));
     Map<String, Object> saved = found.meta().config();
     for (Map.Entry<String, Object> e : config.entrySet()) {
       String key = e.getKey();
@@ -93,8 +94,8 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
       }
     }
     if (found.meta().step() >= steps) {
-      throw new ConfigException("grpo.steps", steps + ", but run " + runId + " has completed "
-          + found.meta().step() + " steps already: nothing to resume (raise grpo.steps to train on)");
+      throw new ConfigException(Keys.STEPS.dotted(), steps + ", but run " + runId + " has completed "
+          + found.meta().step() + " steps already: nothing to resume (raise " + Keys.STEPS + " to train on)");
     }
     if (found.meta().weightsSha256() == null) {
       throw new ConfigException("--resume", "run " + runId + " was trained by a Python trainer, whose checkpoints"

@@ -1,6 +1,7 @@
 package dev.ravel.driver.grpo;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.telemetry.runs.StepRecord;
+
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.StepMetricNames;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -20,7 +21,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A run's steps as they end, for people watching it: one JSON line per step appended to
- * {@code runs/<run-id>/steps.jsonl} (the {@link StepMetrics} of {@code run.json}'s {@code step_metrics}, so a
+ * {@code runs/<run-id>/steps.jsonl} (the {@link StepRecord} of {@code run.json}'s {@code step_metrics}, so a
  * crashed run keeps its curves), and the run's step metrics ({@link StepMetricNames}) in its OpenTelemetry
  * metrics. Telemetry never breaks a step: a failure to record is logged once and the step goes on.
  */
@@ -28,7 +29,6 @@ final class StepLog {
   /** The file in the run folder. */
   static final String FILE = RunTraces.STEP_LOG_FILE;
   private static final Logger LOG = LoggerFactory.getLogger(StepLog.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
 
   private final Path file;
   private final DoubleGauge rewardMean;
@@ -62,10 +62,10 @@ final class StepLog {
   }
 
   /** Appends the step's line and records its metrics. */
-  void record(StepMetrics m) {
+  void record(StepRecord m) {
     try {
       Files.createDirectories(file.getParent());
-      Files.write(file, (JSON.writeValueAsString(m) + "\n").getBytes(StandardCharsets.UTF_8),
+      Files.write(file, (m.toJsonLine() + "\n").getBytes(StandardCharsets.UTF_8),
           StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
     } catch (IOException | RuntimeException e) {
       warnOnce("could not append step " + m.step() + " to " + file, e);

@@ -1,5 +1,7 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.telemetry.runs.StepRecord;
+
 import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.telemetry.spans.RavelAttributes;
@@ -17,7 +19,7 @@ final class Steps {
   private final SpanContext runContext;
   private final StepListener listener;
   private final GrpoSettings settings;
-  private final List<StepMetrics> history = new ArrayList<>();
+  private final List<StepRecord> history = new ArrayList<>();
   private volatile dev.ravel.workers.model.ModelWeights lastWeights;
   /** Null: steps are not logged (tests of the loops). */
   private final StepLog log;
@@ -71,10 +73,10 @@ final class Steps {
    * Ends a step's bookkeeping: its metrics (tokens per second of generation when the step generated, else of
    * the whole step) on its span, in the history and to the listener.
    */
-  StepMetrics finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls) {
+  StepRecord finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls) {
     double elapsed = clock.elapsed();
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
-    StepMetrics m = new StepMetrics((int) number(step), settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
+    StepRecord m = new StepRecord((int) number(step), settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
         t.outcome().loss(),
         t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
@@ -97,7 +99,7 @@ final class Steps {
     return w == null ? null : w.sha256();
   }
 
-  List<StepMetrics> history() {
+  List<StepRecord> history() {
     return List.copyOf(history);
   }
 }

@@ -1,5 +1,6 @@
 package dev.ravel.driver.jobs;
 
+import dev.ravel.driver.config.Keys;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.config.RunConfig;
@@ -105,8 +106,8 @@ public final class RunSubmission {
     argv.add("run");
     argv.add(configFile.toString());
     argv.addAll(overrides);
-    if (!config.string("cluster.address").isEmpty()) {
-      argv.add("cluster.address="); // a job's driver joins the cluster it was submitted to (RAY_ADDRESS)
+    if (!config.get(Keys.ADDRESS).isEmpty()) {
+      argv.add(Keys.ADDRESS.dotted() + "="); // a job's driver joins the cluster it was submitted to (RAY_ADDRESS)
     }
     argv.add("telemetry.run_id=" + runId());
     return argv;

@@ -2,7 +2,7 @@ package dev.ravel.driver.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -51,7 +51,7 @@ final class ProgressTest {
   void onStep_showsTheThreeLargestPhasesLargestFirst() {
     Progress p = new Progress(out, false, 80);
 
-    p.onStep(new StepMetrics(1, "sync", 0.1, 0.3, 0.01, 0.02, 0, 10, 10, 3.5,
+    p.onStep(new StepRecord(1, "sync", 0.1, 0.3, 0.01, 0.02, 0, 10, 10, 3.5,
         Map.of("refit", 0.1, "generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 1);
 
     assertThat(text()).contains("3.50s (generation 2.00s training 1.00s reward 0.40s)").doesNotContain("refit");
@@ -79,8 +79,8 @@ final class ProgressTest {
     return bytes.toString(StandardCharsets.UTF_8);
   }
 
-  private static StepMetrics step(int i, double reward, double kl) {
-    return new StepMetrics(i, "sync", reward, 0.3, kl, 0.05, 0.1, 128, 256, 1.5,
+  private static StepRecord step(int i, double reward, double kl) {
+    return new StepRecord(i, "sync", reward, 0.3, kl, 0.05, 0.1, 128, 256, 1.5,
         Map.of("generation", 1.0, "training", 0.5), i, 64, 0, 40, "trace");
   }
 
@@ -90,7 +90,7 @@ final class ProgressTest {
       bytes.reset();
       Progress p = new Progress(out, true, width);
 
-      p.onStep(new StepMetrics(7, "sync", 0.123, 0.3, 0.0456, -0.0789, 0, 10, 10, 3.5,
+      p.onStep(new StepRecord(7, "sync", 0.123, 0.3, 0.0456, -0.0789, 0, 10, 10, 3.5,
           Map.of("generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 30);
 
       String line = text().replace("\r\u001b[2K", "");
@@ -98,7 +98,7 @@ final class ProgressTest {
       assertThat(line).startsWith("step   7/30");
     }
     bytes.reset();
-    new Progress(out, true, 80).onStep(new StepMetrics(7, "sync", 0.123, 0.3, 0.0456, -0.0789, 0, 10, 10, 3.5,
+    new Progress(out, true, 80).onStep(new StepRecord(7, "sync", 0.123, 0.3, 0.0456, -0.0789, 0, 10, 10, 3.5,
         Map.of("generation", 2.0, "training", 1.0, "reward", 0.4), 0, 8, 0, 4, "t"), 30);
     assertThat(text()).contains("reward 0.123").contains("kl 0.0456").contains("loss -0.0789")
         .doesNotContain("generation 2.00s");

@@ -32,13 +32,13 @@ final class RunConfigTest {
   void load_ignoreEosMustBeTrueOrFalse() {
     assertConfigError(() -> RunConfig.load(null, List.of("generation.ignore_eos=sometimes"), Map.of()),
         "generation.ignore_eos");
-    assertThat(RunConfig.load(null, List.of("generation.ignore_eos=true"), Map.of()).bool("generation.ignore_eos"))
+    assertThat(RunConfig.load(null, List.of("generation.ignore_eos=true"), Map.of()).get(Keys.IGNORE_EOS))
         .isTrue();
   }
 
   @Test
   void load_groupsPerCallMustFitTheStep() {
-    assertThat(RunConfig.load(null, List.of(), Map.of()).integer("grpo.groups_per_call")).isZero();
+    assertThat(RunConfig.load(null, List.of(), Map.of()).get(Keys.GROUPS_PER_CALL)).isZero();
     assertConfigError(() -> RunConfig.load(null, List.of("grpo.groups_per_call=-1"), Map.of()), "grpo.groups_per_call");
     ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("grpo.prompts_per_step=4",
         "grpo.groups_per_call=5"), Map.of()), "grpo.groups_per_call");
@@ -50,15 +50,15 @@ final class RunConfigTest {
     RunConfig c = RunConfig.load(null, List.of(), Map.of());
 
     assertThat(c.mode()).isEqualTo(RunConfig.Mode.SYNC);
-    assertThat(c.integer("run.seed")).isEqualTo(7);
-    assertThat(c.string("cluster.address")).isEmpty();
-    assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(512);
-    assertThat(c.integer("generation.workers")).isEqualTo(2);
-    assertThat(c.string("generation.backend")).isEqualTo("embedded");
-    assertThat(c.integer("grpo.steps")).isEqualTo(30);
-    assertThat(c.integer("grpo.group_size")).isEqualTo(8);
-    assertThat(c.number("grpo.learning_rate")).isEqualTo(0.03);
-    assertThat(c.integer("grpo.max_trajectory_age_steps")).isEqualTo(1);
+    assertThat(c.get(Keys.SEED)).isEqualTo(7);
+    assertThat(c.get(Keys.ADDRESS)).isEmpty();
+    assertThat(c.get(Keys.WORKER_HEAP_MB)).isEqualTo(512);
+    assertThat(c.get(Keys.WORKERS)).isEqualTo(2);
+    assertThat(c.get(Keys.BACKEND)).isEqualTo("embedded");
+    assertThat(c.get(Keys.STEPS)).isEqualTo(30);
+    assertThat(c.get(Keys.GROUP_SIZE)).isEqualTo(8);
+    assertThat(c.get(Keys.LEARNING_RATE)).isEqualTo(0.03);
+    assertThat(c.get(Keys.MAX_TRAJECTORY_AGE_STEPS)).isEqualTo(1);
     assertThat(c.source()).isNull();
     assertThat(c.telemetry().preset()).isEqualTo(Preset.PER_STEP);
     assertThat(c.telemetry().exporter()).isEqualTo(ExporterKind.FILE);
@@ -79,20 +79,19 @@ final class RunConfigTest {
     RunConfig c = RunConfig.load(file, List.of(), Map.of());
 
     assertThat(c.mode()).isEqualTo(RunConfig.Mode.ASYNC);
-    assertThat(c.integer("grpo.steps")).isEqualTo(12);
-    assertThat(c.number("grpo.temperature")).isEqualTo(0.7);
-    assertThat(c.integer("grpo.prompts_per_step")).isEqualTo(32);
+    assertThat(c.get(Keys.STEPS)).isEqualTo(12);
+    assertThat(c.get(Keys.TEMPERATURE)).isEqualTo(0.7);
+    assertThat(c.get(Keys.PROMPTS_PER_STEP)).isEqualTo(32);
     assertThat(c.telemetry().engineSampleRatio()).isEqualTo(0.5);
     assertThat(c.source()).isEqualTo(file);
   }
 
   @Test
   void load_emptyOrCommentedOutFileAndEmptySectionGiveDefaults() throws IOException {
-    assertThat(RunConfig.load(yaml(""), List.of(), Map.of()).integer("grpo.steps")).isEqualTo(30);
-    assertThat(RunConfig.load(yaml("# grpo:\n#   steps: 5\n"), List.of("grpo.group_size=4"), Map.of())
-        .integer("grpo.group_size")).isEqualTo(4);
-    assertThat(RunConfig.load(yaml("---\n"), List.of(), Map.of()).integer("grpo.steps")).isEqualTo(30);
-    assertThat(RunConfig.load(yaml("grpo:\n"), List.of(), Map.of()).integer("grpo.steps")).isEqualTo(30);
+    assertThat(RunConfig.load(yaml(""), List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
+    assertThat(RunConfig.load(yaml("# grpo:\n#   steps: 5\n"), List.of("grpo.group_size=4"), Map.of()).get(Keys.GROUP_SIZE)).isEqualTo(4);
+    assertThat(RunConfig.load(yaml("---\n"), List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
+    assertThat(RunConfig.load(yaml("grpo:\n"), List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
   }
 
   @Test
@@ -106,7 +105,7 @@ final class RunConfigTest {
 
     RunConfig c = RunConfig.load(file, List.of("grpo.steps=5", "telemetry.engine_sample_ratio=1.0"), Map.of());
 
-    assertThat(c.integer("grpo.steps")).isEqualTo(5);
+    assertThat(c.get(Keys.STEPS)).isEqualTo(5);
     assertThat(c.telemetry().engineSampleRatio()).isEqualTo(1.0);
   }
 
@@ -114,18 +113,18 @@ final class RunConfigTest {
   void load_laterOverrideOfTheSameKeyWins() {
     RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "grpo.steps=9"), Map.of());
 
-    assertThat(c.integer("grpo.steps")).isEqualTo(9);
+    assertThat(c.get(Keys.STEPS)).isEqualTo(9);
   }
 
   @Test
-  void load_overrideValuesAreTypedAsYamlScalars() {
+  void load_overrideValuesAreTypedByTheirKey() {
     RunConfig c = RunConfig.load(null, List.of("grpo.steps=5", "grpo.temperature=0.5", "run.mode=async",
         "cluster.address=true", "generation.backend= embedded "), Map.of());
 
     Map<String, Object> flat = c.flatten();
     assertThat(flat.get("grpo.steps")).isInstanceOf(Integer.class).isEqualTo(5);
     assertThat(flat.get("grpo.temperature")).isInstanceOf(Double.class).isEqualTo(0.5);
-    assertThat(flat.get("cluster.address")).isInstanceOf(Boolean.class).isEqualTo(true);
+    assertThat(flat.get("cluster.address")).isInstanceOf(String.class).isEqualTo("true");
     assertThat(flat.get("run.mode")).isEqualTo("async");
     assertThat(flat.get("generation.backend")).isEqualTo("embedded");
   }
@@ -135,7 +134,7 @@ final class RunConfigTest {
     RunConfig c = RunConfig.load(null,
         List.of("cluster.address=http://10.0.0.5:8000/v1?key=abc"), Map.of());
 
-    assertThat(c.string("cluster.address")).isEqualTo("http://10.0.0.5:8000/v1?key=abc");
+    assertThat(c.get(Keys.ADDRESS)).isEqualTo("http://10.0.0.5:8000/v1?key=abc");
   }
 
   @Test
@@ -147,7 +146,7 @@ final class RunConfigTest {
 
     RunConfig c = RunConfig.load(file, List.of("cluster.address="), Map.of());
 
-    assertThat(c.string("cluster.address")).isEmpty();
+    assertThat(c.get(Keys.ADDRESS)).isEmpty();
   }
 
   @Test
@@ -335,11 +334,11 @@ final class RunConfigTest {
         "telemetry.engine_sample_ratio=0", "run.seed=0", "generation.kv_token_budget=8", "grpo.max_new_tokens=4"),
         Map.of());
 
-    assertThat(c.integer("grpo.group_size")).isEqualTo(2);
-    assertThat(c.number("grpo.top_p")).isEqualTo(1.0);
-    assertThat(c.number("grpo.temperature")).isEqualTo(0.001);
-    assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(64);
-    assertThat(c.string("generation.backend")).isEqualTo("embedded");
+    assertThat(c.get(Keys.GROUP_SIZE)).isEqualTo(2);
+    assertThat(c.get(Keys.TOP_P)).isEqualTo(1.0);
+    assertThat(c.get(Keys.TEMPERATURE)).isEqualTo(0.001);
+    assertThat(c.get(Keys.WORKER_HEAP_MB)).isEqualTo(64);
+    assertThat(c.get(Keys.BACKEND)).isEqualTo("embedded");
     assertThat(c.telemetry().engineSampleRatio()).isZero();
   }
 
@@ -409,7 +408,7 @@ final class RunConfigTest {
 
     Map<String, Object> flat = c.flatten();
 
-    int defaults = RunConfig.DEFAULTS.values().stream().mapToInt(Map::size).sum();
+    int defaults = Keys.all().size();
     assertThat(flat).hasSize(defaults);
     assertThat(flat).containsEntry("grpo.steps", 5)
         .containsEntry("run.mode", "sync")
@@ -535,8 +534,8 @@ final class RunConfigTest {
     RunConfig c = RunConfig.load(SYNC_EXAMPLE, List.of(), Map.of());
 
     assertThat(c.mode()).isEqualTo(RunConfig.Mode.SYNC);
-    assertThat(c.integer("grpo.steps")).isEqualTo(30);
-    assertThat(c.integer("cluster.worker_heap_mb")).isEqualTo(384);
+    assertThat(c.get(Keys.STEPS)).isEqualTo(30);
+    assertThat(c.get(Keys.WORKER_HEAP_MB)).isEqualTo(384);
     assertThat(c.telemetry().engineTracing()).isTrue();
     assertThat(c.telemetry().engineSampleRatio()).isEqualTo(0.25);
   }
@@ -546,8 +545,8 @@ final class RunConfigTest {
     RunConfig c = RunConfig.load(ASYNC_EXAMPLE, List.of(), Map.of());
 
     assertThat(c.mode()).isEqualTo(RunConfig.Mode.ASYNC);
-    assertThat(c.integer("grpo.max_trajectory_age_steps")).isEqualTo(1);
-    assertThat(c.integer("generation.max_concurrency")).isEqualTo(32);
+    assertThat(c.get(Keys.MAX_TRAJECTORY_AGE_STEPS)).isEqualTo(1);
+    assertThat(c.get(Keys.MAX_CONCURRENCY)).isEqualTo(32);
   }
 
   @Test
@@ -555,7 +554,7 @@ final class RunConfigTest {
     RunConfig c = RunConfig.load(SYNC_EXAMPLE, List.of("grpo.steps=5", "telemetry.engine_sample_ratio=1.0"),
         Map.of());
 
-    assertThat(c.integer("grpo.steps")).isEqualTo(5);
+    assertThat(c.get(Keys.STEPS)).isEqualTo(5);
     assertThat(c.telemetry().engineSampleRatio()).isEqualTo(1.0);
   }
 
@@ -591,8 +590,8 @@ final class RunConfigTest {
 
     assertThat(c.telemetry().runId()).isEqualTo("0123");
     assertThat(c.telemetry().serviceName()).isEqualTo("off");
-    assertThat(c.string("cluster.address")).isEqualTo("127.0.0.1:6379");
-    assertThat(c.integer("grpo.steps")).isEqualTo(7);
-    assertThat(c.number("grpo.temperature")).isEqualTo(0.5);
+    assertThat(c.get(Keys.ADDRESS)).isEqualTo("127.0.0.1:6379");
+    assertThat(c.get(Keys.STEPS)).isEqualTo(7);
+    assertThat(c.get(Keys.TEMPERATURE)).isEqualTo(0.5);
   }
 }

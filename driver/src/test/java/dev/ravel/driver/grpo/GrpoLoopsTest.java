@@ -1,5 +1,7 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.telemetry.runs.StepRecord;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.driver.config.RunConfig;
@@ -76,7 +78,7 @@ final class GrpoLoopsTest {
   private final Spans spans = Spans.create(otel, EnumSet.allOf(SpanGroup.class));
   private final CharTokenizer tokenizer = CharTokenizer.arithmetic();
   private final List<RavelActorHandle<?>> handles = new ArrayList<>();
-  private final List<StepMetrics> reported = new ArrayList<>();
+  private final List<StepRecord> reported = new ArrayList<>();
 
   @TempDir
   Path runDir;
@@ -182,7 +184,7 @@ final class GrpoLoopsTest {
     new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer,
         w).run();
 
-    StepMetrics m = reported.get(0);
+    StepRecord m = reported.get(0);
     assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 2); // generate per worker, reward, train, checkpoint (last step)
     assertThat(exporter.getFinishedSpanItems()).extracting(SpanData::getName)
         .contains(SpanNames.GRPO_TRAINING).doesNotContain(SpanNames.GRPO_LOGPROBS, "rl.trainer.logprobs");
@@ -244,7 +246,7 @@ final class GrpoLoopsTest {
         .run();
 
     assertThat(reported).hasSize(1);
-    StepMetrics m = reported.get(0);
+    StepRecord m = reported.get(0);
     assertThat(m.mode()).isEqualTo("sync");
     assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
     assertThat(m.weightVersion()).isEqualTo(w.version() + 1);
@@ -288,7 +290,7 @@ final class GrpoLoopsTest {
     loop.run();
 
     assertThat(reported).hasSize(1);
-    StepMetrics m = reported.get(0);
+    StepRecord m = reported.get(0);
     assertThat(m.mode()).isEqualTo("async");
     assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
     assertThat(m.droppedForAge()).isZero();
@@ -321,7 +323,7 @@ final class GrpoLoopsTest {
 
     assertThat(reported).hasSize(5);
     for (int i = 0; i < 5; i++) {
-      StepMetrics m = reported.get(i);
+      StepRecord m = reported.get(i);
       assertThat(m.step()).isEqualTo(i + 1);
       assertThat(m.weightVersion()).as("step %d trains version %d into %d", i + 1, w.version() + i, w.version() + i + 1)
           .isEqualTo(w.version() + i + 1);
@@ -345,14 +347,14 @@ final class GrpoLoopsTest {
 
     assertThat(reported).hasSize(5);
     for (int i = 0; i < 5; i++) {
-      StepMetrics m = reported.get(i);
+      StepRecord m = reported.get(i);
       assertThat(m.step()).isEqualTo(i + 1);
       assertThat(m.weightVersion()).isEqualTo(w.version() + i + 1);
       assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
     }
     assertThat(loop.collectorStats().failures()).isZero();
     // what the collector produced was trained on, dropped for its age, or is still in the buffer: none lost
-    long trained = reported.stream().mapToLong(StepMetrics::trajectories).sum();
+    long trained = reported.stream().mapToLong(StepRecord::trajectories).sum();
     long dropped = reported.stream().mapToLong(m -> m.droppedForAge()).sum();
     assertThat(loop.collectorStats().trajectories()).isGreaterThanOrEqualTo(trained + dropped);
   }

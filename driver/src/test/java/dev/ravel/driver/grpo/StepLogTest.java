@@ -1,5 +1,7 @@
 package dev.ravel.driver.grpo;
 
+import dev.ravel.telemetry.runs.StepRecord;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 
@@ -24,8 +26,8 @@ final class StepLogTest {
   @TempDir
   Path runDir;
 
-  private static StepMetrics step(int i, double reward, int dropped) {
-    return new StepMetrics(i, "async", reward, 0.4, 0.01 * i, -0.02, 0.1, 128, 256.0, 1.5 + i,
+  private static StepRecord step(int i, double reward, int dropped) {
+    return new StepRecord(i, "async", reward, 0.4, 0.01 * i, -0.02, 0.1, 128, 256.0, 1.5 + i,
         Map.of("generation", 0.5, "training", 0.75), i + 1, 256, dropped, 12, "trace" + i);
   }
 

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
 import dev.ravel.driver.grpo.StepListener;
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
@@ -67,7 +67,7 @@ final class WorkerFaultsIT {
   @TempDir
   Path runs;
 
-  private record Finished(List<StepMetrics> steps, FaultStats faults, long killedPid, String killerNote,
+  private record Finished(List<StepRecord> steps, FaultStats faults, long killedPid, String killerNote,
       ProcessHandle target, long rewardKilledPid, RunTraces traces, CollectorStats collector, BufferStats buffer,
       RunConfig config) {}
 
@@ -120,7 +120,7 @@ final class WorkerFaultsIT {
         rewardKilled.set(pid);
       }
     };
-    List<StepMetrics> steps;
+    List<StepRecord> steps;
     try {
       run.set(new GrpoRun(session, config, listener));
       steps = run.get().run();
@@ -325,7 +325,7 @@ final class WorkerFaultsIT {
     assertThat(b.pushed()).isEqualTo(f.collector().groups());
     assertThat(b.taken() + b.droppedForAge() + b.size()).isEqualTo(b.pushed());
     assertThat(b.taken()).isEqualTo((long) STEPS * PROMPTS);
-    long trained = f.steps().stream().mapToLong(StepMetrics::trajectories).sum();
+    long trained = f.steps().stream().mapToLong(StepRecord::trajectories).sum();
     assertThat(trained).isEqualTo(b.taken() * GROUP);
   }
 

@@ -2,7 +2,7 @@ package dev.ravel.it.grpo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.it.support.GrpoRuns;
 import java.nio.file.Path;
 import java.util.List;
@@ -22,11 +22,11 @@ final class GrpoLearningIT {
 
   @Test
   void run_meanRewardOfTheLastStepsBeatsTheFirstSteps() {
-    List<StepMetrics> steps = GrpoRuns.run(runs, "it-learning", "run.mode=sync", "run.seed=7", "grpo.steps=40",
+    List<StepRecord> steps = GrpoRuns.run(runs, "it-learning", "run.mode=sync", "run.seed=7", "grpo.steps=40",
         "grpo.prompts_per_step=32", "grpo.group_size=8", "generation.workers=2", "telemetry.preset=default",
         "telemetry.engine_tracing=false").steps();
-    double first = steps.subList(0, 5).stream().mapToDouble(StepMetrics::rewardMean).average().orElseThrow();
-    double last = steps.subList(35, 40).stream().mapToDouble(StepMetrics::rewardMean).average().orElseThrow();
+    double first = steps.subList(0, 5).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
+    double last = steps.subList(35, 40).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
     System.out.printf("reward: first 5 steps %.3f, last 5 steps %.3f%n", first, last);
     assertThat(last - first).isGreaterThan(0.3);
   }

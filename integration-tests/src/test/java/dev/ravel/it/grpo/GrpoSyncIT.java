@@ -2,7 +2,7 @@ package dev.ravel.it.grpo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
@@ -117,7 +117,7 @@ final class GrpoSyncIT {
       assertThat(m.phases()).containsKeys("generation", "training", "reward");
       assertThat(m.tokensPerSecond()).isPositive();
     });
-    assertThat(run.steps().stream().map(StepMetrics::weightVersion)).containsExactly(1L, 2L, 3L);
+    assertThat(run.steps().stream().map(StepRecord::weightVersion)).containsExactly(1L, 2L, 3L);
   }
 
   private static SpanRecord only(Map<String, List<SpanRecord>> byName, String name) {

@@ -7,7 +7,7 @@ import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.session.RayVersions;
 import dev.ravel.driver.config.RunConfig;
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.it.support.TestEnv;
@@ -79,7 +79,7 @@ final class RaySmokeIT {
 
   private static void check(GrpoRuns.Finished run) {
     assertThat(run.steps()).hasSize(STEPS);
-    assertThat(run.steps()).extracting(StepMetrics::trajectories).containsOnly(PROMPTS * GROUP);
+    assertThat(run.steps()).extracting(StepRecord::trajectories).containsOnly(PROMPTS * GROUP);
     assertThat(run.traces().problems()).isEmpty();
     assertThat(run.traces().named(SpanNames.GRPO_STEP)).hasSize(STEPS);
     TraceQuality q = TraceQuality.of(run.traces().spans());

@@ -2,7 +2,7 @@ package dev.ravel.it.serve;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.it.support.RunMetrics;
 import dev.ravel.telemetry.spans.RavelAttributes;
@@ -74,10 +74,10 @@ final class GrpoOpenAiIT {
     assertThat(scraped).as("the workers' per-step deltas scraped from /metrics, summed").isEqualTo(servers);
   }
 
-  private static void assertLearned(List<StepMetrics> steps) {
+  private static void assertLearned(List<StepRecord> steps) {
     assertThat(steps).hasSize(STEPS);
-    double first = steps.subList(0, 5).stream().mapToDouble(StepMetrics::rewardMean).average().orElseThrow();
-    double last = steps.subList(STEPS - 5, STEPS).stream().mapToDouble(StepMetrics::rewardMean).average()
+    double first = steps.subList(0, 5).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
+    double last = steps.subList(STEPS - 5, STEPS).stream().mapToDouble(StepRecord::rewardMean).average()
         .orElseThrow();
     System.out.printf("reward over HTTP: first 5 steps %.3f, last 5 steps %.3f%n", first, last);
     assertThat(last - first).isGreaterThan(0.3);

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
 import dev.ravel.driver.grpo.StepListener;
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.SharedRayHead;
@@ -109,7 +109,7 @@ final class OpenAiFaultsIT {
 
   @Test
   void run_againstAGivenServer_trainsAndTheServerServesTheLastVersion() throws Exception {
-    List<StepMetrics> steps = new GrpoRun(session, config("it-faults-ok", url, "grpo.steps=4"), StepListener.NONE).run();
+    List<StepRecord> steps = new GrpoRun(session, config("it-faults-ok", url, "grpo.steps=4"), StepListener.NONE).run();
 
     // steps 1..3 load versions 1..3 (step 0 generates with the initial weights)
     assertThat(steps).hasSize(4).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(16));

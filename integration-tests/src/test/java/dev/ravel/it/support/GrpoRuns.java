@@ -3,7 +3,7 @@ package dev.ravel.it.support;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
 import dev.ravel.driver.grpo.StepListener;
-import dev.ravel.driver.grpo.StepMetrics;
+import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.telemetry.traces.RunTraces;
 import java.nio.file.Path;
@@ -15,7 +15,7 @@ public final class GrpoRuns {
   private GrpoRuns() {}
 
   /** What a finished run left behind. */
-  public record Finished(RunConfig config, List<StepMetrics> steps, RunTraces traces, DriverSession session) {}
+  public record Finished(RunConfig config, List<StepRecord> steps, RunTraces traces, DriverSession session) {}
 
   public static Finished run(Path runsDir, String runId, String... overrides) {
     List<String> o = new ArrayList<>(List.of(overrides));
@@ -24,7 +24,7 @@ public final class GrpoRuns {
     RunConfig config = RunConfig.load(null, o, TestEnv.clean());
     DriverSession session = DriverSession.builder(config.telemetry()).env(SharedRayHead.env())
         .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start();
-    List<StepMetrics> steps;
+    List<StepRecord> steps;
     try {
       steps = new GrpoRun(session, config, StepListener.NONE).run();
     } finally {

@@ -1,5 +1,7 @@
 package dev.ravel.telemetry.view;
 
+import dev.ravel.telemetry.runs.RunRecord;
+import dev.ravel.telemetry.runs.StepRecord;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -48,19 +50,18 @@ public final class RunReport {
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-  private static final String SUMMARY_FILE = "run.json";
   private static final String[] QUEUE_SUM = {"rl.engine.queue_time", "rl.engine.server.queue_time.sum"};
   private static final String QUEUE_COUNT_SERVER = "rl.engine.server.queue_time.count";
   private static final String PREEMPTIONS = "rl.engine.preemptions";
 
   private final String runId;
-  private final JsonNode summary;
-  private final List<JsonNode> steps;
+  private final RunRecord summary;
+  private final List<StepRecord> steps;
   private final RunView run;
   private final List<EngineSeries> engine;
   private final List<String> problems;
 
-  private RunReport(String runId, JsonNode summary, List<JsonNode> steps, RunView run, List<EngineSeries> engine,
+  private RunReport(String runId, RunRecord summary, List<StepRecord> steps, RunView run, List<EngineSeries> engine,
       List<String> problems) {
     this.runId = runId;
     this.summary = summary;
@@ -80,19 +81,16 @@ public final class RunReport {
       throw new IllegalArgumentException("no such run folder: " + runDir);
     }
     List<String> problems = new ArrayList<>();
-    JsonNode summary = null;
-    Path summaryFile = runDir.resolve(SUMMARY_FILE);
-    if (Files.isRegularFile(summaryFile)) {
-      try {
-        summary = JSON.readTree(summaryFile.toFile());
-      } catch (IOException e) {
-        problems.add(summaryFile + ": unreadable (" + e.getMessage().lines().findFirst().orElse("") + ")");
-      }
+    RunRecord summary = null;
+    try {
+      summary = RunRecord.read(runDir).orElse(null);
+    } catch (IllegalArgumentException | UncheckedIOException e) {
+      problems.add(e.getMessage().lines().findFirst().orElse(RunRecord.FILE + ": unreadable"));
     }
-    List<JsonNode> steps = new ArrayList<>();
-    forEachLine(runDir.resolve(RunTraces.STEP_LOG_FILE), problems, steps::add);
-    if (steps.isEmpty() && summary != null && summary.path("step_metrics").isArray()) {
-      summary.get("step_metrics").forEach(steps::add); // a run from before steps.jsonl
+    List<StepRecord> steps = new ArrayList<>();
+    forEachLine(runDir.resolve(RunTraces.STEP_LOG_FILE), problems, StepRecord::parse, steps::add);
+    if (steps.isEmpty() && summary != null) {
+      steps.addAll(summary.stepMetrics()); // a run from before steps.jsonl
     }
     RunTraces traces = RunTraces.readDir(runDir);
     problems.addAll(traces.problems());
@@ -101,13 +99,13 @@ public final class RunReport {
           + ") and no spans");
     }
     RunView view = RunView.of(traces.spans());
-    String id = summary != null && summary.hasNonNull("run_id") ? summary.get("run_id").asText()
+    String id = summary != null ? summary.runId()
         : !view.runId().isEmpty() ? view.runId() : runDir.getFileName().toString();
     return new RunReport(id, summary, steps, view, engineSeries(runDir, problems), problems);
   }
 
   /** A report of spans and step lines already read (no run.json, no engine series). */
-  static RunReport of(String runId, List<JsonNode> steps, RunView run) {
+  static RunReport of(String runId, List<StepRecord> steps, RunView run) {
     return new RunReport(runId, null, steps, run, List.of(), List.of());
   }
 
@@ -208,16 +206,16 @@ public final class RunReport {
     ObjectNode r = root.putObject("run");
     r.put("id", runId);
     if (summary != null) {
-      for (String k : List.of("mode", "status", "started", "finished")) {
-        if (summary.hasNonNull(k)) {
-          r.put(k, summary.get(k).asText());
-        }
+      r.put("mode", summary.mode());
+      r.put("status", summary.status().jsonName());
+      r.put("started", summary.started().toString());
+      r.put("finished", summary.finished().toString());
+      if (!summary.versions().isEmpty()) {
+        ObjectNode versions = r.putObject("versions");
+        summary.versions().forEach(versions::put);
       }
-      if (summary.path("versions").isObject()) {
-        r.set("versions", summary.get("versions"));
-      }
-    } else if (!steps.isEmpty() && steps.get(0).hasNonNull("mode")) {
-      r.put("mode", steps.get(0).get("mode").asText());
+    } else if (!steps.isEmpty()) {
+      r.put("mode", steps.get(0).mode());
     }
     Map<String, StepView> byTrace = new HashMap<>();
     Map<Long, StepView> byNumber = new HashMap<>();
@@ -227,27 +225,26 @@ public final class RunReport {
     }
     long runStart = run.startNanos();
     ArrayNode rows = root.putArray("steps");
-    for (JsonNode s : steps) {
+    for (StepRecord s : steps) {
       ObjectNode o = rows.addObject();
-      long step = s.path("step").asLong();
-      StepView v = s.hasNonNull("traceId") ? byTrace.get(s.get("traceId").asText()) : null;
+      long step = s.step();
+      StepView v = s.traceId() != null ? byTrace.get(s.traceId()) : null;
       if (v == null) {
         v = byNumber.get(step);
       }
       // the step's number as its spans carry it (what ravel trace and the waterfall call it)
       o.put("step", v != null ? v.step() : step);
-      copy(s, "rewardMean", o, "reward_mean");
-      copy(s, "rewardStd", o, "reward_std");
-      copy(s, "kl", o, "kl");
-      copy(s, "loss", o, "loss");
-      copy(s, "clipFraction", o, "clip_fraction");
-      copy(s, "stepSeconds", o, "step_s");
-      copy(s, "tokensPerSecond", o, "tokens_per_s");
-      copy(s, "trajectories", o, "trajectories");
-      copy(s, "droppedForAge", o, "dropped");
-      if (s.path("phases").isObject()) {
-        o.set("phases", s.get("phases"));
-      }
+      finite(o, "reward_mean", s.rewardMean());
+      finite(o, "reward_std", s.rewardStd());
+      finite(o, "kl", s.kl());
+      finite(o, "loss", s.loss());
+      finite(o, "clip_fraction", s.clipFraction());
+      finite(o, "step_s", s.stepSeconds());
+      finite(o, "tokens_per_s", s.tokensPerSecond());
+      o.put("trajectories", s.trajectories());
+      o.put("dropped", s.droppedForAge());
+      ObjectNode phases = o.putObject("phases");
+      s.phases().forEach(phases::put);
       if (v != null) {
         double wall = v.durationNanos() / 1e9;
         Goodput g = v.goodput();
@@ -292,13 +289,10 @@ public final class RunReport {
     return root;
   }
 
-  private static void copy(JsonNode from, String key, ObjectNode to, String as) {
-    JsonNode v = from.get(key);
-    if (v != null && v.isNumber()) {
-      double d = v.asDouble();
-      if (Double.isFinite(d)) {
-        to.set(as, v);
-      }
+  /** {@code value} under {@code key}, left out when it is NaN or infinite (JSON has neither). */
+  private static void finite(ObjectNode to, String key, double value) {
+    if (Double.isFinite(value)) {
+      to.put(key, value);
     }
   }
 
@@ -347,7 +341,9 @@ public final class RunReport {
     }
   }
 
-  private static void forEachLine(Path file, List<String> problems, java.util.function.Consumer<JsonNode> out) {
+  /** Each line of {@code file} as {@code parse} reads it; a line it rejects is a problem, not fatal. */
+  private static <T> void forEachLine(Path file, List<String> problems, java.util.function.Function<String, T> parse,
+      java.util.function.Consumer<T> out) {
     if (!Files.isRegularFile(file)) {
       return;
     }
@@ -359,11 +355,14 @@ public final class RunReport {
         if (line.isBlank()) {
           continue;
         }
+        T value;
         try {
-          out.accept(JSON.readTree(line));
-        } catch (IOException e) {
+          value = parse.apply(line);
+        } catch (IllegalArgumentException | UncheckedIOException e) {
           problems.add(file + ":" + n + ": unreadable line"); // e.g. the torn last line of a killed run
+          continue;
         }
+        out.accept(value);
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read " + file, e);
@@ -396,7 +395,7 @@ public final class RunReport {
     for (Path f : files) {
       String name = f.getFileName().toString();
       EngineSeries series = new EngineSeries(name.substring("metrics-".length(), name.length() - ".jsonl".length()));
-      forEachLine(f, problems, line -> point(line, series));
+      forEachLine(f, problems, RunReport::tree, line -> point(line, series));
       if (!series.times.isEmpty()) {
         out.add(series);
       }
@@ -444,6 +443,14 @@ public final class RunReport {
       series.queueSum.add(qSum);
       series.queueCount.add(qCount);
       series.preemptions.add(pre);
+    }
+  }
+
+  private static JsonNode tree(String line) {
+    try {
+      return JSON.readTree(line);
+    } catch (IOException e) {
+      throw new IllegalArgumentException(e.getMessage(), e);
     }
   }
 }

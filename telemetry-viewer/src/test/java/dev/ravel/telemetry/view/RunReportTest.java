@@ -67,7 +67,8 @@ final class RunReportTest {
   @Test
   void render_embedsEachStepsWaterfallCompressedAndTheGoodputOfItsSpans() throws Exception {
     RunView run = RunView.of(TestSpans.all());
-    List<JsonNode> steps = List.of(JSON.readTree(stepLine(5, 0.2, 0.01, TestSpans.SYNC_TRACE)));
+    List<dev.ravel.telemetry.runs.StepRecord> steps =
+        List.of(dev.ravel.telemetry.runs.StepRecord.parse(stepLine(5, 0.2, 0.01, TestSpans.SYNC_TRACE)));
 
     RunReport report = RunReport.of("run-test", steps, run);
     String page = report.render();
@@ -98,7 +99,8 @@ final class RunReportTest {
   @Test
   void render_namesInTheDataCannotCloseTheScriptOrInjectMarkup() throws Exception {
     Files.writeString(dir.resolve("steps.jsonl"), stepLine(1, 0.1, 0.0, "a") + "\n");
-    Files.writeString(dir.resolve("run.json"), "{\"run_id\":\"</script><b>x\",\"mode\":\"<i>sync\"}");
+    Files.writeString(dir.resolve("run.json"), "{\"run_id\":\"</script><b>x\",\"mode\":\"<i>sync\","
+        + "\"status\":\"succeeded\",\"started\":\"2026-11-29T08:00:00Z\",\"finished\":\"2026-11-29T08:05:30Z\"}");
 
     String page = RunReport.read(dir).render();
 

@@ -21,8 +21,6 @@ public final class GrpoConfig implements Serializable {
   private final double weightDecay;
   private final double maxGradNorm;
   private final double temperature;
-  private final double topP;
-  private final int maxNewTokens;
   private final double advantageEps;
   private final long seed;
   private final int promptsPerStep;
@@ -35,8 +33,6 @@ public final class GrpoConfig implements Serializable {
     this.weightDecay = b.weightDecay;
     this.maxGradNorm = b.maxGradNorm;
     this.temperature = b.temperature;
-    this.topP = b.topP;
-    this.maxNewTokens = b.maxNewTokens;
     this.advantageEps = b.advantageEps;
     this.seed = b.seed;
     this.promptsPerStep = b.promptsPerStep;
@@ -49,8 +45,8 @@ public final class GrpoConfig implements Serializable {
   /** A builder holding this config's values, to derive a changed copy. */
   public Builder toBuilder() {
     return builder().groupSize(groupSize).clipEpsilon(clipEpsilon).klBeta(klBeta).learningRate(learningRate)
-        .weightDecay(weightDecay).maxGradNorm(maxGradNorm).temperature(temperature).topP(topP)
-        .maxNewTokens(maxNewTokens).advantageEps(advantageEps).seed(seed).promptsPerStep(promptsPerStep);
+        .weightDecay(weightDecay).maxGradNorm(maxGradNorm).temperature(temperature)
+        .advantageEps(advantageEps).seed(seed).promptsPerStep(promptsPerStep);
   }
 
   /** G: completions sampled per prompt, the group advantages are relative to. Default 8. */
@@ -83,19 +79,13 @@ public final class GrpoConfig implements Serializable {
     return maxGradNorm;
   }
 
-  /** Sampling temperature; log-probs in the loss are taken at the same temperature (0 counts as 1). Default 1. */
+  /**
+   * The temperature the completions were sampled at: the loss takes log-probs at the same temperature (0 counts
+   * as 1). The rest of sampling (top-p, token budget, seeds) is the generation side's {@code SamplingParams}.
+   * Default 1.
+   */
   public double temperature() {
     return temperature;
-  }
-
-  /** Nucleus sampling threshold; 1 disables. Default 1. */
-  public double topP() {
-    return topP;
-  }
-
-  /** Token budget of one completion, EOS included. Default 4. */
-  public int maxNewTokens() {
-    return maxNewTokens;
   }
 
   /** Added to the group standard deviation before dividing. Default 1e-6. */
@@ -132,8 +122,6 @@ public final class GrpoConfig implements Serializable {
         && Double.compare(c.weightDecay, weightDecay) == 0
         && Double.compare(c.maxGradNorm, maxGradNorm) == 0
         && Double.compare(c.temperature, temperature) == 0
-        && Double.compare(c.topP, topP) == 0
-        && c.maxNewTokens == maxNewTokens
         && Double.compare(c.advantageEps, advantageEps) == 0
         && c.seed == seed
         && c.promptsPerStep == promptsPerStep;
@@ -141,15 +129,15 @@ public final class GrpoConfig implements Serializable {
 
   @Override
   public int hashCode() {
-    return Objects.hash(groupSize, clipEpsilon, klBeta, learningRate, weightDecay, maxGradNorm, temperature, topP,
-        maxNewTokens, advantageEps, seed, promptsPerStep);
+    return Objects.hash(groupSize, clipEpsilon, klBeta, learningRate, weightDecay, maxGradNorm, temperature,
+        advantageEps, seed, promptsPerStep);
   }
 
   @Override
   public String toString() {
     return "GrpoConfig{groupSize=" + groupSize + ", clipEpsilon=" + clipEpsilon + ", klBeta=" + klBeta
         + ", learningRate=" + learningRate + ", weightDecay=" + weightDecay + ", maxGradNorm=" + maxGradNorm
-        + ", temperature=" + temperature + ", topP=" + topP + ", maxNewTokens=" + maxNewTokens
+        + ", temperature=" + temperature
         + ", advantageEps=" + advantageEps + ", seed=" + seed + ", promptsPerStep=" + promptsPerStep + "}";
   }
 
@@ -162,8 +150,6 @@ public final class GrpoConfig implements Serializable {
     private double weightDecay = 0;
     private double maxGradNorm = 1.0;
     private double temperature = 1.0;
-    private double topP = 1.0;
-    private int maxNewTokens = 4;
     private double advantageEps = 1e-6;
     private long seed = 0;
     private int promptsPerStep = 32;
@@ -205,16 +191,6 @@ public final class GrpoConfig implements Serializable {
       return this;
     }
 
-    public Builder topP(double v) {
-      this.topP = v;
-      return this;
-    }
-
-    public Builder maxNewTokens(int v) {
-      this.maxNewTokens = v;
-      return this;
-    }
-
     public Builder advantageEps(double v) {
       this.advantageEps = v;
       return this;
@@ -246,12 +222,6 @@ public final class GrpoConfig implements Serializable {
       finiteAtLeastZero("weightDecay", weightDecay);
       finiteAtLeastZero("maxGradNorm", maxGradNorm);
       finiteAtLeastZero("temperature", temperature);
-      if (!(topP > 0 && topP <= 1)) {
-        throw new IllegalArgumentException("topP must be in (0, 1], got " + topP);
-      }
-      if (maxNewTokens < 1) {
-        throw new IllegalArgumentException("maxNewTokens must be >= 1, got " + maxNewTokens);
-      }
       if (!(advantageEps > 0) || Double.isInfinite(advantageEps)) {
         throw new IllegalArgumentException("advantageEps must be finite and > 0, got " + advantageEps);
       }

@@ -1,5 +1,6 @@
 package dev.ravel.workers.python;
 
+import dev.ravel.telemetry.config.ConfigException;
 import java.io.Serializable;
 import java.util.List;
 
@@ -20,28 +21,33 @@ public record PythonModel(String family, int vocabSize, int layers, int hidden, 
   /** The model families a Python worker builds. */
   public static final List<String> FAMILIES = List.of("gpt2", "qwen2");
 
-  /** Validates, naming the field. */
+  /**
+   * Validates.
+   *
+   * @throws ConfigException naming the field ({@code family}, {@code layers}, {@code hidden}, {@code heads}: the
+   *     run config's {@code model.*} keys less their section)
+   */
   public PythonModel {
     if (!FAMILIES.contains(family)) {
-      throw new IllegalArgumentException("family: unknown '" + family + "' (valid: " + String.join(", ", FAMILIES) + ")");
+      throw new ConfigException("family", "unknown '" + family + "' (valid: " + String.join(", ", FAMILIES) + ")");
     }
-    positive("vocabSize", vocabSize);
+    positive("vocab_size", vocabSize);
     positive("layers", layers);
     positive("hidden", hidden);
     positive("heads", heads);
-    positive("maxPositions", maxPositions);
+    positive("max_positions", maxPositions);
     if (hidden % heads != 0) {
-      throw new IllegalArgumentException("hidden: " + hidden + " is not a multiple of heads (" + heads + ")");
+      throw new ConfigException("hidden", hidden + " is not a multiple of heads (" + heads + ")");
     }
     if (family.equals("qwen2") && (hidden / heads) % 2 != 0) {
-      throw new IllegalArgumentException("hidden: qwen2's rotary embedding needs an even size per head, got "
+      throw new ConfigException("hidden", "qwen2's rotary embedding needs an even size per head, got "
           + hidden + " / " + heads + " = " + hidden / heads);
     }
   }
 
   private static void positive(String name, int v) {
     if (v < 1) {
-      throw new IllegalArgumentException(name + ": must be at least 1, got " + v);
+      throw new ConfigException(name, "must be at least 1, got " + v);
     }
   }
 }

@@ -70,4 +70,45 @@ final class ContractGoldenTest {
     assertThat(d.get("advantage_eps").asDouble()).isEqualTo(g.advantageEps());
     assertThat(d.size()).as("every shared default is checked above").isEqualTo(8);
   }
+
+  @Test
+  void grpoLoss_matchesTheGoldenCase() {
+    JsonNode golden = Contract.section("golden").get("grpo_loss");
+    JsonNode in = golden.get("input");
+    JsonNode want = golden.get("expected");
+    double[] rewards = doubles(in.get("rewards"));
+    double[] advantages = dev.ravel.workers.grpo.Advantages.groupRelative(rewards, in.get("group_size").asInt(),
+        in.get("advantage_eps").asDouble());
+    dev.ravel.workers.grpo.GrpoLoss.Objective o = dev.ravel.workers.grpo.GrpoLoss.objective(
+        rows(in.get("policy_logprobs")), rows(in.get("behaviour_logprobs")), rows(in.get("reference_logprobs")),
+        advantages, in.get("clip_epsilon").asDouble(), in.get("kl_beta").asDouble());
+
+    org.assertj.core.data.Offset<Double> close = org.assertj.core.api.Assertions.within(1e-12);
+    assertThat(o.loss()).isCloseTo(want.get("loss").asDouble(), close);
+    assertThat(o.kl()).isCloseTo(want.get("kl").asDouble(), close);
+    assertThat(o.clipFraction()).isCloseTo(want.get("clip_fraction").asDouble(), close).isPositive();
+    assertThat(o.meanRatio()).isCloseTo(want.get("mean_ratio").asDouble(), close);
+    assertThat(advantages).containsExactly(doubles(want.get("advantages")), close);
+    double[][] grad = rows(want.get("grad_logprobs"));
+    assertThat(o.gradient().length).isEqualTo(grad.length);
+    for (int i = 0; i < grad.length; i++) {
+      assertThat(o.gradient()[i]).as("gradient row %d", i).containsExactly(grad[i], close);
+    }
+  }
+
+  private static double[] doubles(JsonNode array) {
+    double[] out = new double[array.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = array.get(i).asDouble();
+    }
+    return out;
+  }
+
+  private static double[][] rows(JsonNode array) {
+    double[][] out = new double[array.size()][];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = doubles(array.get(i));
+    }
+    return out;
+  }
 }

@@ -23,7 +23,6 @@ final class GrpoConfigTest {
     assertThat(c.clipEpsilon()).isEqualTo(0.2);
     assertThat(c.klBeta()).isEqualTo(0.04);
     assertThat(c.temperature()).isEqualTo(1.0);
-    assertThat(c.topP()).isEqualTo(1.0);
     assertThat(c.advantageEps()).isEqualTo(1e-6);
     assertThat(c.batchSize()).isEqualTo(c.promptsPerStep() * 8);
   }
@@ -37,8 +36,6 @@ final class GrpoConfigTest {
         Arguments.of("weightDecay", (UnaryOperator<GrpoConfig.Builder>) b -> b.weightDecay(-1)),
         Arguments.of("maxGradNorm", (UnaryOperator<GrpoConfig.Builder>) b -> b.maxGradNorm(-1)),
         Arguments.of("temperature", (UnaryOperator<GrpoConfig.Builder>) b -> b.temperature(-1)),
-        Arguments.of("topP", (UnaryOperator<GrpoConfig.Builder>) b -> b.topP(1.5)),
-        Arguments.of("maxNewTokens", (UnaryOperator<GrpoConfig.Builder>) b -> b.maxNewTokens(0)),
         Arguments.of("advantageEps", (UnaryOperator<GrpoConfig.Builder>) b -> b.advantageEps(0)),
         Arguments.of("promptsPerStep", (UnaryOperator<GrpoConfig.Builder>) b -> b.promptsPerStep(0)));
   }

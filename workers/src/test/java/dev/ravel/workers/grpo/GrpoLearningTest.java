@@ -22,6 +22,8 @@ import org.junit.jupiter.api.Test;
 final class GrpoLearningTest {
   private static final int STEPS = 60;
   private static final long SEED = 1;
+  /** Tokens per completion, EOS included (the run config's {@code grpo.max_new_tokens} default). */
+  private static final int MAX_NEW_TOKENS = 4;
 
   /**
    * Why 0.25 is a safe margin: a step's mean reward averages 256 binary rewards from 32 prompts. Even
@@ -46,8 +48,8 @@ final class GrpoLearningTest {
       for (Problem problem : task.sample(cfg.promptsPerStep(), rng)) {
         int[] prompt = tok.encode(problem.prompt());
         for (int g = 0; g < cfg.groupSize(); g++) {
-          Generation.Completion c = Generation.sample(policy, prompt, tok.eos(), cfg.maxNewTokens(),
-              cfg.temperature(), cfg.topP(), rng);
+          Generation.Completion c = Generation.sample(policy, prompt, tok.eos(), MAX_NEW_TOKENS,
+              cfg.temperature(), 1.0, rng);
           int[] completion = c.tokens();
           double reward = task.reward(problem, tok.decode(completion, 0, completion.length));
           batch.add(new Trajectory("s" + step + "-" + problem.prompt(), prompt, completion, c.logprobs(), reward,

@@ -170,7 +170,7 @@ public final class OpenAiBackend implements GenerationBackend {
    * Checks that every server {@code spec} names answers {@code GET /health} (within the connect timeout),
    * so that a server that is down is reported before any actor starts.
    *
-   * @throws IllegalArgumentException {@code generation.servers: <url> is not reachable (...)}
+   * @throws dev.ravel.telemetry.config.ConfigException {@code servers: <url> is not reachable (...)} (the key less its section)
    */
   public static void checkServers(ServerBackendSpec spec) {
     HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -181,7 +181,7 @@ public final class OpenAiBackend implements GenerationBackend {
             OpenTelemetry.noop().getTracer("check"), epochClock())
             .checkHealth(spec.connectTimeout());
       } catch (IllegalStateException e) {
-        throw new IllegalArgumentException("generation.servers: " + e.getMessage(), e);
+        throw new dev.ravel.telemetry.config.ConfigException("servers", e.getMessage());
       }
     }
   }

@@ -1,5 +1,7 @@
 package dev.ravel.workers.generation.openai;
 
+import dev.ravel.telemetry.config.ConfigException;
+
 import java.io.Serializable;
 import java.net.URI;
 import java.time.Duration;
@@ -126,7 +128,11 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
       return this;
     }
 
-    /** @throws IllegalArgumentException starting with the config key ({@code generation.servers: ...}) */
+    /**
+     * @throws ConfigException naming the field ({@link ConfigException#key()} is {@code servers}, {@code launch},
+     *     {@code launch_command}, {@code connect_timeout_s}, ...: the run config's {@code generation.*} keys less
+     *     their section, which the caller adds)
+     */
     public ServerBackendSpec build() {
       List<String> urls = new ArrayList<>();
       for (String s : servers) {
@@ -136,27 +142,27 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
       boolean ravel = !launch.isEmpty();
       boolean template = !launchCommand.isEmpty();
       if (ravel && !launch.equals(LAUNCH_RAVEL)) {
-        throw new IllegalArgumentException("generation.launch: unknown value '" + launch + "' (valid: "
-            + LAUNCH_RAVEL + ", or empty with generation.launch_command or generation.servers)");
+        throw new ConfigException("launch", "unknown value '" + launch + "' (valid: "
+            + LAUNCH_RAVEL + ", or empty with launch_command or servers)");
       }
       int ways = (given ? 1 : 0) + (ravel ? 1 : 0) + (template ? 1 : 0);
       if (ways != 1) {
-        throw new IllegalArgumentException("generation.servers: the openai backend needs exactly one of"
-            + " generation.servers (URLs), generation.launch: ravel, or generation.launch_command (got "
+        throw new ConfigException("servers", "the openai backend needs exactly one of"
+            + " servers (URLs), launch: ravel, or launch_command (got "
             + (ways == 0 ? "none" : "several") + ")");
       }
       if (template && !launchCommand.contains("{port}")) {
-        throw new IllegalArgumentException("generation.launch_command: must contain {port} (the free loopback"
+        throw new ConfigException("launch_command", "must contain {port} (the free loopback"
             + " port the worker picks), got '" + launchCommand + "'");
       }
-      positive("generation.connect_timeout_s", connectTimeout);
-      positive("generation.request_timeout_s", requestTimeout);
-      positive("generation.launch_timeout_s", launchTimeout);
+      positive("connect_timeout_s", connectTimeout);
+      positive("request_timeout_s", requestTimeout);
+      positive("launch_timeout_s", launchTimeout);
       if (maxInFlight < 1) {
-        throw new IllegalArgumentException("generation.max_in_flight: must be at least 1, got " + maxInFlight);
+        throw new ConfigException("max_in_flight", "must be at least 1, got " + maxInFlight);
       }
       if (serverHeapMb < 64) {
-        throw new IllegalArgumentException("generation.server_heap_mb: must be at least 64, got " + serverHeapMb);
+        throw new ConfigException("server_heap_mb", "must be at least 64, got " + serverHeapMb);
       }
       return new ServerBackendSpec(urls, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
           launchTimeout, serverHeapMb);
@@ -164,7 +170,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
 
     private static void positive(String key, Duration d) {
       if (d == null || d.isZero() || d.isNegative()) {
-        throw new IllegalArgumentException(key + ": must be a positive duration, got " + d);
+        throw new ConfigException(key, "must be a positive duration, got " + d);
       }
     }
 
@@ -175,15 +181,15 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
       try {
         uri = new URI(u.endsWith("/") ? u.substring(0, u.length() - 1) : u);
       } catch (java.net.URISyntaxException e) {
-        throw new IllegalArgumentException("generation.servers: '" + url + "' is not a URL (" + e.getReason() + ")");
+        throw new ConfigException("servers", "'" + url + "' is not a URL (" + e.getReason() + ")");
       }
       if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null
           || uri.getPort() < 0) {
-        throw new IllegalArgumentException("generation.servers: '" + url
+        throw new ConfigException("servers", "'" + url
             + "' is not an http(s)://host:port URL");
       }
       if (uri.getRawPath() != null && !uri.getRawPath().isEmpty()) {
-        throw new IllegalArgumentException("generation.servers: '" + url
+        throw new ConfigException("servers", "'" + url
             + "' has a path; give the server's base URL (Ravel adds /v1/completions)");
       }
       return uri.toString();

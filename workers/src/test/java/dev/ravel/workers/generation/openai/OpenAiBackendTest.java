@@ -315,7 +315,7 @@ class OpenAiBackendTest {
 
     assertThatThrownBy(() -> OpenAiBackend.checkServers(given().build()))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("generation.servers: " + url + "/health is not reachable (connection refused)");
+        .hasMessageStartingWith("servers: " + url + "/health is not reachable (connection refused)");
   }
 
   @Test

@@ -18,7 +18,7 @@ class ServerBackendSpecTest {
   @Test
   void build_neitherServersNorLaunch_namesTheKeys() {
     assertThatThrownBy(() -> ServerBackendSpec.builder().build())
-        .hasMessageStartingWith("generation.servers: ").hasMessageContaining("generation.launch");
+        .hasMessageStartingWith("servers: ").hasMessageContaining("launch_command");
   }
 
   @Test
@@ -30,7 +30,7 @@ class ServerBackendSpecTest {
   @Test
   void build_badUrl_namesIt() {
     assertThatThrownBy(() -> ServerBackendSpec.builder().servers(List.of("127.0.0.1:8000")).build())
-        .hasMessageStartingWith("generation.servers: '127.0.0.1:8000'");
+        .hasMessageStartingWith("servers: '127.0.0.1:8000'");
     assertThatThrownBy(() -> ServerBackendSpec.builder().servers(List.of("http://127.0.0.1")).build())
         .hasMessageContaining("host:port");
     assertThatThrownBy(() -> ServerBackendSpec.builder().servers(List.of("http://127.0.0.1:8000/v1")).build())
@@ -40,19 +40,19 @@ class ServerBackendSpecTest {
   @Test
   void build_unknownLaunch_namesTheValue() {
     assertThatThrownBy(() -> ServerBackendSpec.builder().launch("vllm").build())
-        .hasMessageStartingWith("generation.launch: unknown value 'vllm'");
+        .hasMessageStartingWith("launch: unknown value 'vllm'");
   }
 
   @Test
   void build_templateWithoutPort_isAnError() {
     assertThatThrownBy(() -> ServerBackendSpec.builder().launchCommand("vllm serve {model}").build())
-        .hasMessageStartingWith("generation.launch_command: must contain {port}");
+        .hasMessageStartingWith("launch_command: must contain {port}");
   }
 
   @Test
   void build_zeroInFlight_namesTheKey() {
     assertThatThrownBy(() -> ServerBackendSpec.builder().launch("ravel").maxInFlight(0).build())
-        .hasMessageStartingWith("generation.max_in_flight: ");
+        .hasMessageStartingWith("max_in_flight: ");
   }
 
   @Test

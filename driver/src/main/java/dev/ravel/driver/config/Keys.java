@@ -1,0 +1,277 @@
+package dev.ravel.driver.config;
+
+import static dev.ravel.driver.config.Key.BOOLEAN;
+import static dev.ravel.driver.config.Key.INTEGER;
+import static dev.ravel.driver.config.Key.LIST;
+import static dev.ravel.driver.config.Key.LONG;
+import static dev.ravel.driver.config.Key.NUMBER;
+import static dev.ravel.driver.config.Key.STRING;
+import static dev.ravel.driver.config.Key.any;
+import static dev.ravel.driver.config.Key.atLeast;
+import static dev.ravel.driver.config.Key.between;
+import static dev.ravel.driver.config.Key.in;
+import static dev.ravel.driver.config.Key.notBlank;
+import static dev.ravel.driver.config.Key.notNegative;
+import static dev.ravel.driver.config.Key.oneOf;
+import static dev.ravel.driver.config.Key.seconds;
+
+import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.workers.python.PythonModel;
+import dev.ravel.workers.python.PythonWorkers;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Every key of a run config but telemetry's ({@link dev.ravel.telemetry.config.TelemetryConfig#KEYS}), one
+ * constant each, grouped by section in the order the README documents them. A key is declared here once, with
+ * its type, default, check and doc line; nothing else spells its name.
+ */
+public final class Keys {
+  private Keys() {}
+
+  private static final Map<String, List<Key<?>>> SECTIONS = new LinkedHashMap<>();
+
+  private static <T> Key<T> key(String section, String name, Key.Type<T> type, T defaultValue, Key.Check<T> check,
+      String doc) {
+    Key<T> k = new Key<>(section, name, type, defaultValue, check, doc);
+    SECTIONS.computeIfAbsent(section, s -> new ArrayList<>()).add(k);
+    return k;
+  }
+
+  /** {@code generation.runtime}/{@code trainer.runtime}: Ravel's Java workers. */
+  public static final String RUNTIME_JAVA = "java";
+  /** {@code generation.runtime}/{@code trainer.runtime}: Ravel's Python workers (PyTorch, transformers, vLLM). */
+  public static final String RUNTIME_PYTHON = "python";
+  /** {@code generation.backend}: the embedded engine in each generation worker's JVM. */
+  public static final String BACKEND_EMBEDDED = "embedded";
+  /** {@code generation.backend}: inference servers speaking vLLM's OpenAI-compatible protocol. */
+  public static final String BACKEND_OPENAI = "openai";
+
+  private static final List<String> RUNTIMES = List.of(RUNTIME_JAVA, RUNTIME_PYTHON);
+
+  // ---- run ----
+
+  /** {@code run.mode}: {@code sync} or {@code async} (read as {@link RunConfig#mode()}). */
+  public static final Key<String> MODE = key("run", "mode", STRING, "sync", (k, v) -> {
+    String m = v.toLowerCase(Locale.ROOT);
+    if (!m.equals("sync") && !m.equals("async")) {
+      throw new ConfigException(k, "unknown mode '" + m + "' (valid: sync, async)");
+    }
+  }, "`sync` (generate, then train, each step) or `async` (a collector generates ahead while the trainer trains)");
+  /** {@code run.seed}. */
+  public static final Key<Long> SEED = key("run", "seed", LONG, 7L, (k, v) -> {
+    if (v < 0) {
+      throw new ConfigException(k, "must be a whole number >= 0, got " + v);
+    }
+  }, "the run's seed: every step's batch and sampling seeds derive from it");
+
+  // ---- cluster ----
+
+  /** {@code cluster.address}. */
+  public static final Key<String> ADDRESS = key("cluster", "address", STRING, "", any(),
+      "a running cluster's GCS address (`host:port`); empty: `RAY_ADDRESS`, else a local head Ravel starts and stops");
+  /** {@code cluster.num_cpus}. */
+  public static final Key<Integer> NUM_CPUS = key("cluster", "num_cpus", INTEGER, 0, notNegative(),
+      "CPUs of the local head Ravel starts (0: Ray counts them)");
+  /** {@code cluster.worker_heap_mb}. */
+  public static final Key<Integer> WORKER_HEAP_MB = key("cluster", "worker_heap_mb", INTEGER, 512, atLeast(64),
+      "the Java workers' heap (`-Xmx`) in MiB");
+  /** {@code cluster.max_restarts}. */
+  public static final Key<Integer> MAX_RESTARTS = key("cluster", "max_restarts", INTEGER, 3, between(0, 100),
+      "how often Ray restarts a generation worker or the reward environment whose process died; its calls are issued again");
+
+  // ---- generation ----
+
+  /** {@code generation.workers}. */
+  public static final Key<Integer> WORKERS = key("generation", "workers", INTEGER, 2, atLeast(1),
+      "generation workers (Ray actors)");
+  /** {@code generation.backend}. */
+  public static final Key<String> BACKEND = key("generation", "backend", STRING, BACKEND_EMBEDDED,
+      oneOf("backend", List.of(BACKEND_EMBEDDED, BACKEND_OPENAI)),
+      "`embedded` (Ravel's engine in each Java worker) or `openai` (vLLM-compatible HTTP servers)");
+  /** {@code generation.kv_token_budget}. */
+  public static final Key<Integer> KV_TOKEN_BUDGET = key("generation", "kv_token_budget", INTEGER, 4096, atLeast(1),
+      "each embedded engine's KV-cache budget in tokens (a prompt plus its new tokens must fit)");
+  /** {@code generation.max_running_requests}. */
+  public static final Key<Integer> MAX_RUNNING_REQUESTS = key("generation", "max_running_requests", INTEGER, 64,
+      atLeast(1), "each embedded engine's running batch bound");
+  /** {@code generation.max_concurrency}. */
+  public static final Key<Integer> MAX_CONCURRENCY = key("generation", "max_concurrency", INTEGER, 32, atLeast(1),
+      "calls a generation worker serves at once");
+  /** {@code generation.model}. */
+  public static final Key<String> MODEL = key("generation", "model", STRING, "ravel-tiny", notBlank(),
+      "the policy's name in engine spans and metrics, and the model asked of inference servers");
+  /** {@code generation.servers}. */
+  public static final Key<List<String>> SERVERS = key("generation", "servers", LIST, List.of(), any(),
+      "backend `openai`: the servers' base URLs (`http://host:port`), shared over the workers");
+  /** {@code generation.launch}. */
+  public static final Key<String> LAUNCH = key("generation", "launch", STRING, "", any(),
+      "backend `openai`: `ravel` launches one `ravel serve` per worker");
+  /** {@code generation.launch_command}. */
+  public static final Key<String> LAUNCH_COMMAND = key("generation", "launch_command", STRING, "", any(),
+      "backend `openai`: a command each worker runs to launch its own server (must contain `{port}`)");
+  /** {@code generation.connect_timeout_s}. */
+  public static final Key<Double> CONNECT_TIMEOUT_S = key("generation", "connect_timeout_s", NUMBER, 5.0, seconds(),
+      "backend `openai`: bound on opening a connection, in seconds");
+  /** {@code generation.request_timeout_s}. */
+  public static final Key<Double> REQUEST_TIMEOUT_S = key("generation", "request_timeout_s", NUMBER, 120.0, seconds(),
+      "backend `openai`: bound on one completion request, in seconds");
+  /** {@code generation.launch_timeout_s}. */
+  public static final Key<Double> LAUNCH_TIMEOUT_S = key("generation", "launch_timeout_s", NUMBER, 60.0, seconds(),
+      "backend `openai`: bound on a launched server becoming ready, in seconds");
+  /** {@code generation.max_in_flight}. */
+  public static final Key<Integer> MAX_IN_FLIGHT = key("generation", "max_in_flight", INTEGER, 64, atLeast(1),
+      "backend `openai`: requests a worker has open at once");
+  /** {@code generation.refit}. */
+  public static final Key<Boolean> REFIT = key("generation", "refit", BOOLEAN, true, any(),
+      "backend `openai`: push each step's weights to the servers");
+  /** {@code generation.server_heap_mb}. */
+  public static final Key<Integer> SERVER_HEAP_MB = key("generation", "server_heap_mb", INTEGER, 256, atLeast(64),
+      "backend `openai`, `launch: ravel`: each `ravel serve` JVM's heap in MiB");
+  /** {@code generation.runtime}. */
+  public static final Key<String> GENERATION_RUNTIME = key("generation", "runtime", STRING, RUNTIME_JAVA,
+      oneOf("runtime", RUNTIMES), "`java` or `python` (the same as `trainer.runtime`)");
+  /** {@code generation.engine}. */
+  public static final Key<String> ENGINE = key("generation", "engine", STRING, "transformers",
+      oneOf("engine", PythonWorkers.ENGINES), "the Python workers' engine: `transformers` or `vllm`");
+  /** {@code generation.num_gpus}. */
+  public static final Key<Double> GENERATION_NUM_GPUS = key("generation", "num_gpus", NUMBER, 0.0, in(0, 1024, true),
+      "GPUs per generation worker (Ray's `GPU` resource)");
+  /** {@code generation.device}. */
+  public static final Key<String> GENERATION_DEVICE = key("generation", "device", STRING, "auto",
+      oneOf("device", PythonWorkers.DEVICES), "`auto` (CUDA when the actor sees a GPU), `cpu` or `cuda`");
+  /** {@code generation.ignore_eos}. */
+  public static final Key<Boolean> IGNORE_EOS = key("generation", "ignore_eos", BOOLEAN, false, any(),
+      "every completion runs to `grpo.max_new_tokens` (vLLM's `ignore_eos`: the same work whatever is learnt)");
+
+  // ---- trainer ----
+
+  /** {@code trainer.runtime}. */
+  public static final Key<String> TRAINER_RUNTIME = key("trainer", "runtime", STRING, RUNTIME_JAVA,
+      oneOf("runtime", RUNTIMES), "`java` or `python` (the same as `generation.runtime`)");
+  /** {@code trainer.num_gpus}. */
+  public static final Key<Double> TRAINER_NUM_GPUS = key("trainer", "num_gpus", NUMBER, 0.0, in(0, 1024, true),
+      "GPUs of the trainer");
+  /** {@code trainer.device}. */
+  public static final Key<String> TRAINER_DEVICE = key("trainer", "device", STRING, "auto",
+      oneOf("device", PythonWorkers.DEVICES), "`auto`, `cpu` or `cuda`, as `generation.device`");
+
+  // ---- model ----
+
+  /** {@code model.family}. */
+  public static final Key<String> FAMILY = key("model", "family", STRING, "gpt2",
+      oneOf("family", PythonModel.FAMILIES), "the Python policy's transformers family: `gpt2` or `qwen2`");
+  /** {@code model.layers}. */
+  public static final Key<Integer> LAYERS = key("model", "layers", INTEGER, 2, atLeast(1),
+      "the Python policy's transformer blocks");
+  /** {@code model.hidden}. */
+  public static final Key<Integer> HIDDEN = key("model", "hidden", INTEGER, 128, atLeast(1),
+      "the Python policy's hidden size (a multiple of `model.heads`)");
+  /** {@code model.heads}. */
+  public static final Key<Integer> HEADS = key("model", "heads", INTEGER, 4, atLeast(1),
+      "the Python policy's attention heads");
+  /** {@code model.java_hidden}. */
+  public static final Key<Integer> JAVA_HIDDEN = key("model", "java_hidden", INTEGER, 64, atLeast(1),
+      "the Java runtime's TinyLm: hidden units");
+  /** {@code model.java_embed}. */
+  public static final Key<Integer> JAVA_EMBED = key("model", "java_embed", INTEGER, 16, atLeast(1),
+      "the Java runtime's TinyLm: embedding width");
+
+  // ---- grpo ----
+
+  /** {@code grpo.steps}. */
+  public static final Key<Integer> STEPS = key("grpo", "steps", INTEGER, 30, atLeast(1), "training steps");
+  /** {@code grpo.prompts_per_step}. */
+  public static final Key<Integer> PROMPTS_PER_STEP = key("grpo", "prompts_per_step", INTEGER, 32, atLeast(1),
+      "prompts (groups) per step");
+  /** {@code grpo.group_size}. */
+  public static final Key<Integer> GROUP_SIZE = key("grpo", "group_size", INTEGER, 8, (k, v) -> {
+    if (v < 2) {
+      throw new ConfigException(k, "must be at least 2 (advantages are relative to the group)");
+    }
+  }, "completions per prompt (G); advantages are relative to the group");
+  /** {@code grpo.learning_rate}. */
+  public static final Key<Double> LEARNING_RATE = key("grpo", "learning_rate", NUMBER, 0.03, in(0, 10, false),
+      "the optimiser's learning rate");
+  /** {@code grpo.clip_epsilon}. */
+  public static final Key<Double> CLIP_EPSILON = key("grpo", "clip_epsilon", NUMBER, 0.2, in(0, 1, false),
+      "the PPO-style ratio clip (epsilon)");
+  /** {@code grpo.kl_beta}. */
+  public static final Key<Double> KL_BETA = key("grpo", "kl_beta", NUMBER, 0.04, in(0, 100, true),
+      "the weight of the KL penalty against the reference policy (beta)");
+  /** {@code grpo.temperature}. */
+  public static final Key<Double> TEMPERATURE = key("grpo", "temperature", NUMBER, 1.0, in(0, 10, false),
+      "sampling temperature (above 0: at 0 a group's samples are all the same and carry no signal)");
+  /** {@code grpo.top_p}. */
+  public static final Key<Double> TOP_P = key("grpo", "top_p", NUMBER, 1.0, in(0, 1, false),
+      "nucleus sampling's top-p");
+  /** {@code grpo.max_new_tokens}. */
+  public static final Key<Integer> MAX_NEW_TOKENS = key("grpo", "max_new_tokens", INTEGER, 4, atLeast(1),
+      "tokens generated per completion at most");
+  /** {@code grpo.max_trajectory_age_steps}. */
+  public static final Key<Integer> MAX_TRAJECTORY_AGE_STEPS = key("grpo", "max_trajectory_age_steps", INTEGER, 1,
+      (k, v) -> {
+        if (v < 0) {
+          throw new ConfigException(k, "must not be negative");
+        }
+      }, "async: how many weight versions older than the step a trajectory may be (older ones are dropped, counted)");
+  /** {@code grpo.checkpoint_every}. */
+  public static final Key<Integer> CHECKPOINT_EVERY = key("grpo", "checkpoint_every", INTEGER, 0, (k, v) -> {
+    if (v < 0) {
+      throw new ConfigException(k, "must not be negative");
+    }
+  }, "save weights every this many steps (0: only after the last step)");
+  /** {@code grpo.groups_per_call}. */
+  public static final Key<Integer> GROUPS_PER_CALL = key("grpo", "groups_per_call", INTEGER, 0, (k, v) -> {
+    if (v < 0) {
+      throw new ConfigException(k, "must not be negative (0: a step's groups split evenly over the generation workers)");
+    }
+  }, "groups per generate call (0: a step's groups split evenly over the generation workers)");
+
+  /** The sections and their keys, in documented order (telemetry, kept by telemetry-core, is not among them). */
+  public static Map<String, List<Key<?>>> sections() {
+    Map<String, List<Key<?>>> out = new LinkedHashMap<>();
+    SECTIONS.forEach((s, keys) -> out.put(s, Collections.unmodifiableList(keys)));
+    return Collections.unmodifiableMap(out);
+  }
+
+  /** Every key, in documented order. */
+  public static List<Key<?>> all() {
+    List<Key<?>> out = new ArrayList<>();
+    SECTIONS.values().forEach(out::addAll);
+    return List.copyOf(out);
+  }
+
+  /**
+   * The README's reference of these keys: one Markdown table per section (key, default, doc line), as
+   * {@code KeysDocsTest} checks it stands in the README.
+   */
+  public static String markdown() {
+    StringBuilder out = new StringBuilder();
+    sections().forEach((section, keys) -> {
+      out.append("\n**`").append(section).append("`**\n\n| key | default | meaning |\n|---|---|---|\n");
+      for (Key<?> k : keys) {
+        out.append("| `").append(k.dotted()).append("` | ").append(shown(k.defaultValue())).append(" | ")
+            .append(k.doc()).append(" |\n");
+      }
+    });
+    return out.toString();
+  }
+
+  private static String shown(Object value) {
+    if (value instanceof String s) {
+      return s.isEmpty() ? "empty" : "`" + s + "`";
+    }
+    if (value instanceof List<?> l) {
+      return l.isEmpty() ? "`[]`" : "`" + l + "`";
+    }
+    if (value instanceof Double d && d == Math.rint(d) && !d.isInfinite()) {
+      return "`" + (long) (double) d + "`";
+    }
+    return "`" + value + "`";
+  }
+}

@@ -1,0 +1,64 @@
+package dev.ravel.telemetry.runs;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Map;
+
+/**
+ * What one GRPO step measured: a line of the run folder's {@code steps.jsonl} (appended as the step ends, so a
+ * crashed run keeps its curves) and an entry of {@code run.json}'s {@code step_metrics}. Written by
+ * {@link #toJsonLine()} and read by {@link #parse(String)}; nothing else spells its fields.
+ *
+ * @param step the step's number (0-based)
+ * @param mode {@code sync} or {@code async}
+ * @param rewardMean the mean reward of the step's trajectories
+ * @param rewardStd the population standard deviation of the step's rewards
+ * @param kl the k3 KL estimate to the reference policy
+ * @param loss the GRPO loss of the update
+ * @param clipFraction the share of tokens whose ratio was clipped
+ * @param tokens tokens generated for the step
+ * @param tokensPerSecond generated tokens per second of generation
+ * @param stepSeconds the step's wall time
+ * @param phases wall seconds per phase, in the order they ran ({@code generation}, {@code training}, ...)
+ * @param weightVersion the weight version the step trained into
+ * @param trajectories trajectories trained on
+ * @param droppedForAge trajectories discarded as too old while gathering this step's batch (async)
+ * @param rayCalls actor calls issued for this step (by the driver, and in async mode by the collector)
+ * @param traceId the step's trace
+ */
+public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
+    double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
+    long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
+  static final ObjectMapper JSON = new ObjectMapper()
+      .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+
+  public StepRecord {
+    if (mode == null || phases == null) {
+      throw new IllegalArgumentException("a step has a mode and phases");
+    }
+    phases = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(phases));
+  }
+
+  /** This step as one JSON line (no line break). */
+  public String toJsonLine() {
+    try {
+      return JSON.writeValueAsString(this);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write step " + step + " as JSON: " + e.getOriginalMessage(), e);
+    }
+  }
+
+  /**
+   * A line of {@code steps.jsonl}.
+   *
+   * @throws IllegalArgumentException when the line is not a step's JSON (a driver killed mid-write leaves one)
+   */
+  public static StepRecord parse(String line) {
+    try {
+      return JSON.readValue(line, StepRecord.class);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("not a step line: " + e.getOriginalMessage(), e);
+    }
+  }
+}
