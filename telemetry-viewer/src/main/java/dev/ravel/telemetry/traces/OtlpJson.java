@@ -12,7 +12,7 @@ import java.util.Map;
  * following the OTLP JSON rules: ids as hex, 64-bit numbers as decimal strings (numbers accepted too),
  * enums as integers, lowerCamelCase keys (snake_case accepted, as some writers use it).
  */
-public final class OtlpJson {
+final class OtlpJson {
   private OtlpJson() {}
 
   /** The spans of one {@code TracesData} object; {@code source} names where it came from. */
