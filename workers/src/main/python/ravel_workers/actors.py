@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 import torch
 from opentelemetry import context as otel_context
 
-from . import policy
+from . import hf, policy, rewards
 from .engine import TransformersEngine
 from .grpo import completion_logprobs, group_advantages, grpo_loss, pad
 from .role import role_method
@@ -32,6 +33,8 @@ from .wire import (
     GenerationResult,
     GenerationWorkerSpec,
     LogProbSummary,
+    Problem,
+    RewardSpec,
     TrainerSpec,
     TrainOutcome,
     Trajectory,
@@ -151,6 +154,8 @@ class PolicyTrainerImpl(_Telemetry):
         self._cache: tuple[list[str], int, torch.Tensor] | None = None
         self._blob: tuple[int, bytes] | None = None
         self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
+        # a checkpoint of your model is written as one too (save_pretrained), with its tokenizer
+        self.tokenizer = hf.load_tokenizer(self.spec.model.path) if self.spec.model.path else None
 
     # ------------------------------------------------------------------------------------------ maths
 
@@ -246,10 +251,24 @@ class PolicyTrainerImpl(_Telemetry):
 
     @role_method()
     def checkpoint(self, directory: str) -> str:
-        """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename); its path."""
+        """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename); its path. A policy
+        loaded from ``model.path`` is also written as ``<directory>/hf/``, ``save_pretrained`` with its tokenizer,
+        which ``AutoModelForCausalLM.from_pretrained`` loads."""
         version, blob = self.weights_blob()
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
+        if self.tokenizer is not None:
+            with self._lock:
+                staging = Path(tempfile.mkdtemp(prefix=".hf.", dir=folder))
+                try:
+                    hf.save(self.model, self.tokenizer, staging)
+                    final = folder / "hf"
+                    if final.exists():
+                        shutil.rmtree(final)
+                    os.replace(staging, final)
+                except BaseException:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise
         target = (folder / f"weights-v{version}.pt").absolute()
         fd, tmp = tempfile.mkstemp(prefix=f".weights-v{version}.", suffix=".tmp", dir=folder)
         try:
@@ -264,6 +283,36 @@ class PolicyTrainerImpl(_Telemetry):
         return str(target)
 
 
+class RewardEnvironmentImpl(_Telemetry):
+    """The reward environment of a run on your data: your reward function (``reward.function``) over the decoded
+    completions, with the prompts, the reference answers and each row's metadata.
+
+    A function that raises, returns the wrong count or a non-number fails the call with its name and message
+    (the step fails, saying so).
+    """
+
+    ROLE = "reward_environment"
+    SPANS = "reward"
+
+    def __init__(self, spec: str | bytes | dict[str, Any], telemetry: ProcessTelemetry | None = None) -> None:
+        self.spec = RewardSpec.from_wire(_spec(spec))
+        self.telemetry = telemetry or process_telemetry(self.ROLE)
+        self.tokenizer = hf.load_tokenizer(self.spec.model_path)
+        self.function = rewards.RewardFunction(self.spec.function, self.spec.code_path)
+        self.calls = 0
+
+    @role_method()
+    def score(self, problems: list[Problem], completions: list[list[int]]) -> list[float]:
+        """The reward of each completion (token ids, decoded without special tokens) for its problem."""
+        if len(problems) != len(completions):
+            raise ValueError(f"score: {len(problems)} problems for {len(completions)} completions")
+        texts = [str(t) for t in self.tokenizer.batch_decode(completions, skip_special_tokens=True)]
+        self.calls += 1
+        scores = self.function([p.prompt for p in problems], texts, [p.answer for p in problems],
+                               [p.metadata for p in problems], self.calls)
+        return scores.rewards
+
+
 def _remote(cls: type) -> Any:
     """``ray.remote(cls)``, or ``cls`` itself where Ray is not installed (so the module imports anyway)."""
     try:
@@ -275,3 +324,4 @@ def _remote(cls: type) -> Any:
 
 GenerationWorker = _remote(GenerationWorkerImpl)
 PolicyTrainer = _remote(PolicyTrainerImpl)
+RewardEnvironment = _remote(RewardEnvironmentImpl)

@@ -59,8 +59,15 @@ def hf_config(config: ModelConfig, eos_token: int | None = None) -> Any:
 
 def build_model(config: ModelConfig, seed: int, device: str | torch.device = "cpu",
                 eos_token: int | None = None) -> torch.nn.Module:
-    """A randomly initialised causal LM, identical for the same config and seed, in eval mode on ``device``."""
+    """The checkpoint of ``config.path``, or a randomly initialised causal LM, identical for the same config and
+    seed; in eval mode on ``device``."""
     from transformers import GPT2LMHeadModel, Qwen2ForCausalLM
+
+    target = device if isinstance(device, torch.device) else torch.device(device)
+    if config.path:
+        from .hf import load_model
+
+        return load_model(config.path, target, config.dtype)
 
     cls = GPT2LMHeadModel if config.family == "gpt2" else Qwen2ForCausalLM
     hf = hf_config(config, eos_token)

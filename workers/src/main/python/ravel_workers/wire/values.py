@@ -290,7 +290,8 @@ class ExportStats:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The policy's architecture: a transformers family and its sizes."""
+    """The policy: a Hugging Face checkpoint folder (``path``), or a transformers family and its sizes,
+    randomly initialised. With a ``path``, ``vocab_size`` and ``max_positions`` are the checkpoint's."""
 
     family: str
     vocab_size: int
@@ -298,6 +299,8 @@ class ModelConfig:
     hidden: int
     heads: int
     max_positions: int
+    path: str = ""
+    dtype: str = "auto"
 
     def to_wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -307,15 +310,59 @@ class ModelConfig:
         family = str(_require(d, "family", "model"))
         if family not in ("gpt2", "qwen2"):
             raise ValueError(f"model.family: unknown family '{family}' (valid: gpt2, qwen2)")
+        dtype = str(d.get("dtype", "auto"))
+        if dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise ValueError(f"model.dtype: unknown dtype '{dtype}' (valid: auto, float32, bfloat16, float16)")
         c = cls(family=family, vocab_size=int(_require(d, "vocab_size", "model")),
                 layers=int(_require(d, "layers", "model")), hidden=int(_require(d, "hidden", "model")),
-                heads=int(_require(d, "heads", "model")), max_positions=int(_require(d, "max_positions", "model")))
+                heads=int(_require(d, "heads", "model")), max_positions=int(_require(d, "max_positions", "model")),
+                path=str(d.get("path", "")), dtype=dtype)
         for name in ("vocab_size", "layers", "hidden", "heads", "max_positions"):
             if getattr(c, name) < 1:
                 raise ValueError(f"model.{name}: must be >= 1, got {getattr(c, name)}")
         if c.hidden % c.heads != 0:
             raise ValueError(f"model.hidden: {c.hidden} is not a multiple of heads {c.heads}")
         return c
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A prompt as the reward sees it: its text, the reference answer and the dataset row's other fields."""
+
+    prompt: str
+    answer: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "answer": self.answer, "metadata": dict(self.metadata)}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> Problem:
+        metadata = d.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise ValueError(f"Problem.metadata: expected an object, got {type(metadata).__name__}")
+        return cls(prompt=str(_require(d, "prompt", "Problem")), answer=str(_require(d, "answer", "Problem")),
+                   metadata=dict(metadata))
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """The reward environment's constructor argument: the tokenizer's checkpoint and the function to call."""
+
+    model_path: str
+    function: str
+    code_path: list[str] = field(default_factory=list)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "function": self.function, "code_path": list(self.code_path)}
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> RewardSpec:
+        code_path = d.get("code_path") or []
+        if not isinstance(code_path, list):
+            raise ValueError("RewardSpec.code_path: expected a list of folders")
+        return cls(model_path=str(_require(d, "model_path", "RewardSpec")),
+                   function=str(_require(d, "function", "RewardSpec")), code_path=[str(p) for p in code_path])
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ import dev.ravel.driver.config.Keys;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.driver.grpo.GrpoRun;
+import dev.ravel.driver.grpo.PreparedData;
 import dev.ravel.driver.grpo.Resume;
 import dev.ravel.driver.grpo.RunInterruptedException;
 import dev.ravel.driver.grpo.RunSummary;
@@ -73,6 +74,16 @@ final class RunCommand implements Callable<Integer> {
     if (servers != null && !servers.launches()) {
       checkServers(servers); // a server that is down: one line naming it, before Ray starts
     }
+    PreparedData data = null;
+    if (!config.get(Keys.TRAIN).isEmpty()) { // your model, data and reward, checked and prepared before Ray starts
+      dev.ravel.driver.cluster.RayHome home = dev.ravel.driver.cluster.RayHome.locate(env);
+      data = PreparedData.prepare(config, config.telemetry().runDir(), home.venv().resolve("bin").resolve("python"),
+          home.ravelHome());
+      System.out.println("ravel: " + data.prompts().rows().size() + " prompts from " + String.join(", ",
+          config.get(Keys.TRAIN)) + (data.dropped() + data.truncated() == 0 ? "" : " (" + data.dropped()
+          + " dropped, " + data.truncated() + " truncated: longer than " + Keys.MAX_PROMPT_TOKENS + ")")
+          + "; reward " + data.rewardFunction());
+    }
     Instant started = Instant.now();
     String runId = config.telemetry().runId();
     System.out.println("ravel: run " + runId + " (" + config.mode().configName() + ", "
@@ -90,7 +101,8 @@ final class RunCommand implements Callable<Integer> {
     // JVM's default applies and the head's supervisor stops the head.
     java.util.concurrent.atomic.AtomicReference<String> signalled = new java.util.concurrent.atomic.AtomicReference<>();
     try (DriverSession session = b.start()) {
-      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()), from);
+      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()), from,
+          data);
       Signals.onInterrupt(name -> {
         signalled.set(name);
         run.requestStop();
@@ -117,6 +129,16 @@ final class RunCommand implements Callable<Integer> {
         extra.put("final_weights_sha256", run.finalWeightsSha256());
         if (from != null) {
           extra.put("resumed_after_step", from.completedSteps());
+        }
+        if (data != null) {
+          Map<String, Object> d = new LinkedHashMap<>();
+          d.put("prompts", data.prompts().rows().size());
+          d.put("dropped_too_long", data.dropped());
+          d.put("truncated_too_long", data.truncated());
+          d.put("epochs_started", data.prompts().epochsBegun(config.get(Keys.PROMPTS_PER_STEP),
+              steps.isEmpty() ? 0 : steps.get(steps.size() - 1).step()));
+          d.put("reward_function", data.rewardFunction());
+          extra.put("data", d);
         }
         session.close();
         spans = session.spanTotals();

@@ -181,6 +181,47 @@ public final class Keys {
   public static final Key<Integer> JAVA_EMBED = key("model", "java_embed", INTEGER, 16, atLeast(1),
       "the Java runtime's TinyLm: embedding width");
 
+  /** {@code model.path}. */
+  public static final Key<String> MODEL_PATH = key("model", "path", STRING, "", any(),
+      "your model: a Hugging Face checkpoint folder (`config.json`, safetensors, tokenizer), loaded offline by the"
+          + " trainer, its reference and every generation worker (empty: a random `model.family` model)");
+  /** {@code model.dtype}. */
+  public static final Key<String> DTYPE = key("model", "dtype", STRING, "auto",
+      oneOf("dtype", List.of("auto", "float32", "bfloat16", "float16")),
+      "`model.path`'s dtype: `auto` (bfloat16 on CUDA, float32 on the CPU), `float32`, `bfloat16` or `float16`");
+
+  // ---- data ----
+
+  /** {@code data.train}. */
+  public static final Key<List<String>> TRAIN = key("data", "train", LIST, List.of(), any(),
+      "your prompts: JSON Lines or Parquet files, or `save_to_disk` folders (empty: the built-in digit sums)");
+  /** {@code data.prompt_key}. */
+  public static final Key<String> PROMPT_KEY = key("data", "prompt_key", STRING, "prompt", notBlank(),
+      "the field holding a row's prompt: text, or a list of chat messages (`{role, content}`)");
+  /** {@code data.answer_key}. */
+  public static final Key<String> ANSWER_KEY = key("data", "answer_key", STRING, "answer", any(),
+      "the field holding a row's reference answer, given to the reward (empty: rows have none)");
+  /** {@code data.chat_template}. */
+  public static final Key<Boolean> CHAT_TEMPLATE = key("data", "chat_template", BOOLEAN, false, any(),
+      "render prompts with the tokenizer's chat template (`add_generation_prompt`)");
+  /** {@code data.system_prompt}. */
+  public static final Key<String> SYSTEM_PROMPT = key("data", "system_prompt", STRING, "", any(),
+      "a system message before every prompt (with the chat template), or text before it (without)");
+  /** {@code data.long_prompts}. */
+  public static final Key<String> LONG_PROMPTS = key("data", "long_prompts", STRING, "drop",
+      oneOf("policy", List.of("drop", "truncate_left")),
+      "prompts over `grpo.max_prompt_tokens`: `drop` them or `truncate_left`; either way counted and reported");
+
+  // ---- reward ----
+
+  /** {@code reward.function}. */
+  public static final Key<String> REWARD_FUNCTION = key("reward", "function", STRING, "", any(),
+      "with `data.train`: `exact_match`, `math` (last number or `\\boxed{}`, by math-verify) or"
+          + " `package.module:function` (called with prompts, completions, answers, metadata, step); empty: `exact_match`");
+  /** {@code reward.code_path}. */
+  public static final Key<List<String>> REWARD_CODE_PATH = key("reward", "code_path", LIST, List.of(), any(),
+      "folders searched first for `reward.function`'s module");
+
   // ---- grpo ----
 
   /** {@code grpo.steps}. */
@@ -212,6 +253,9 @@ public final class Keys {
   /** {@code grpo.max_new_tokens}. */
   public static final Key<Integer> MAX_NEW_TOKENS = key("grpo", "max_new_tokens", INTEGER, 4, atLeast(1),
       "tokens generated per completion at most");
+  /** {@code grpo.max_prompt_tokens}. */
+  public static final Key<Integer> MAX_PROMPT_TOKENS = key("grpo", "max_prompt_tokens", INTEGER, 256, atLeast(1),
+      "with `data.train`: the longest prompt in tokens (see `data.long_prompts`)");
   /** {@code grpo.max_trajectory_age_steps}. */
   public static final Key<Integer> MAX_TRAJECTORY_AGE_STEPS = key("grpo", "max_trajectory_age_steps", INTEGER, 1,
       (k, v) -> {

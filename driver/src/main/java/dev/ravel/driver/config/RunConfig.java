@@ -205,6 +205,35 @@ public final class RunConfig {
       serverBackend();
     }
     validateRuntimes();
+    validateData();
+  }
+
+  /** Your model, data and reward: the Python workers, in sync mode, all three together. */
+  private void validateData() {
+    boolean data = !get(Keys.TRAIN).isEmpty();
+    boolean model = !get(Keys.MODEL_PATH).isBlank();
+    if (!data && model) {
+      throw new ConfigException(Keys.MODEL_PATH.dotted(), "a Hugging Face model needs your prompts too (" + Keys.TRAIN
+          + "): the built-in digit task speaks the Java runtime's own 14-token vocabulary");
+    }
+    if (!data && !get(Keys.REWARD_FUNCTION).isBlank()) {
+      throw new ConfigException(Keys.REWARD_FUNCTION.dotted(), "scores your data: set " + Keys.TRAIN + " too");
+    }
+    if (!data) {
+      return;
+    }
+    if (!model) {
+      throw new ConfigException(Keys.TRAIN.dotted(), "your prompts need your model and its tokenizer: set "
+          + Keys.MODEL_PATH + " to a Hugging Face checkpoint folder");
+    }
+    if (!pythonWorkers()) {
+      throw new ConfigException(Keys.MODEL_PATH.dotted(), "a Hugging Face model runs in Ravel's Python workers: set "
+          + Keys.GENERATION_RUNTIME + " and " + Keys.TRAINER_RUNTIME + " to python");
+    }
+    if (mode() == Mode.ASYNC) {
+      throw new ConfigException(Keys.MODE.dotted(), "async runs on your data are not supported yet: use sync with "
+          + Keys.TRAIN);
+    }
   }
 
   private void validateRuntimes() {
@@ -235,7 +264,9 @@ public final class RunConfig {
       throw new ConfigException(Keys.BACKEND.dotted(), "openai is the Java workers' HTTP client; Python workers"
           + " generate in their own process (" + Keys.ENGINE + ": transformers or vllm)");
     }
-    pythonModel();
+    if (get(Keys.MODEL_PATH).isBlank()) {
+      pythonModel();
+    }
   }
 
   /** Whether the generation workers and the trainer are Ravel's Python workers. */

@@ -26,6 +26,8 @@ public final class Checkpoints {
   static final int KEEP = 3;
   /** The file that makes a checkpoint folder complete. */
   static final String META = "checkpoint.json";
+  /** The folder inside a checkpoint that a Python trainer of {@code model.path} writes with save_pretrained. */
+  public static final String HF_FOLDER = "hf";
   private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
   private Checkpoints() {}
@@ -83,11 +85,35 @@ public final class Checkpoints {
     }
   }
 
+  /** The complete checkpoint after {@code completedSteps} steps, if the run kept it. */
+  public static Optional<Found> at(Path runDir, int completedSteps) {
+    for (Path dir : completeFolders(runDir)) {
+      if (dir.getFileName().toString().equals(stepFolder(runDir, completedSteps).getFileName().toString())) {
+        try {
+          return Optional.of(new Found(dir, JSON.readValue(dir.resolve(META).toFile(), Meta.class)));
+        } catch (IOException e) {
+          throw new UncheckedIOException(dir.resolve(META) + ": not a readable checkpoint: " + e.getMessage(), e);
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** The steps of the run's complete checkpoints, oldest first. */
+  public static List<Integer> steps(Path runDir) {
+    return completeFolders(runDir).stream().map(p -> Integer.parseInt(p.getFileName().toString().substring(5))).toList();
+  }
+
   /** A checkpoint found on disk. */
   public record Found(Path dir, Meta meta) {
     /** The trainer's state file. */
     public Path trainerFile() {
       return dir.resolve(meta.trainerFile());
+    }
+
+    /** The policy as a Hugging Face folder ({@code save_pretrained}): written for runs of {@code model.path}. */
+    public Path huggingFaceFolder() {
+      return dir.resolve(HF_FOLDER);
     }
   }
 

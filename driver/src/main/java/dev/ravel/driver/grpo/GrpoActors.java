@@ -102,8 +102,12 @@ final class GrpoActors {
       workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
           .maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
     }
-    RavelActorHandle<RewardEnvironment> reward =
-        session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts()).remote();
+    GrpoSettings.Data data = settings.data();
+    RavelActorHandle<RewardEnvironment> reward = data == null
+        ? session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts()).remote()
+        : session.pythonActor(PythonWorkers.REWARD_ENVIRONMENT, PythonWorkers.rewardSpec(data.modelPath(),
+            data.prepared().rewardFunction(), data.rewardCodePath()), RewardEnvironment.class)
+            .maxRestarts(settings.maxRestarts()).remote();
     RavelActorHandle<PolicyTrainer> trainer = py != null
         ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
             PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo), PolicyTrainer.class)

@@ -29,6 +29,10 @@ public final class GrpoRun {
   private final ArithmeticTask task = ArithmeticTask.standard();
   private final Resume resume;
   private final java.util.Map<String, Object> resolvedConfig;
+  /** The step's prompts: the built-in digit task, or your data. */
+  private final dev.ravel.workers.task.PromptSource prompts;
+  /** The end-of-sequence token of the run's tokenizer. */
+  private final int eos;
   private volatile boolean stopRequested;
   private Steps steps;
   private GrpoActors actors;
@@ -45,8 +49,15 @@ public final class GrpoRun {
    * the checkpoint's.
    */
   public GrpoRun(DriverSession session, RunConfig config, StepListener listener, Resume resume) {
+    this(session, config, listener, resume, null);
+  }
+
+  /** As above, on your {@code data} (null: the built-in digit task). */
+  public GrpoRun(DriverSession session, RunConfig config, StepListener listener, Resume resume, PreparedData data) {
     this.session = session;
-    this.settings = GrpoSettings.from(config);
+    this.settings = GrpoSettings.from(config, data);
+    this.prompts = data == null ? dev.ravel.workers.task.PromptSource.of(task, tokenizer) : data.prompts();
+    this.eos = data == null ? tokenizer.eos() : data.eosToken();
     this.listener = listener;
     this.resume = resume;
     this.resolvedConfig = config.resolved();
@@ -70,7 +81,7 @@ public final class GrpoRun {
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
     ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
     ModelWeights serving = resume == null ? initial : resume.state().weights();
-    actors = GrpoActors.create(session, settings, initial, resume == null ? null : resume.state(), tokenizer.eos());
+    actors = GrpoActors.create(session, settings, initial, resume == null ? null : resume.state(), eos);
     TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
@@ -82,7 +93,7 @@ public final class GrpoRun {
       async = new AsyncLoop(settings, actors, train, steps, serving, first, beforeStep);
       async.run();
     } else {
-      new SyncLoop(settings, actors, train, steps, task, tokenizer, serving, first, beforeStep).run();
+      new SyncLoop(settings, actors, train, steps, prompts, serving, first, beforeStep).run();
     }
     return steps.history();
   }

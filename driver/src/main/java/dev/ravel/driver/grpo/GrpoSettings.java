@@ -32,11 +32,21 @@ import dev.ravel.workers.python.PythonModel;
  * @param javaModel the Java TinyLm's shape ({@code model.java_hidden}, {@code model.java_embed})
  * @param maxRestarts how often Ray restarts a generation worker or the reward environment whose process died
  *     ({@code cluster.max_restarts}); the calls that were in flight on it are issued again
+ * @param data your model's data and reward ({@code data.train}, {@code reward.*}); null for the built-in task
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
-    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts) {
+    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data) {
+
+  /**
+   * A run on your data: the prepared prompts and the reward function that scores them.
+   *
+   * @param prepared the prompts, rendered and tokenized by the model's tokenizer
+   * @param modelPath the checkpoint whose tokenizer the reward environment decodes completions with
+   * @param rewardCodePath folders searched first for the reward function's module
+   */
+  record Data(PreparedData prepared, String modelPath, java.util.List<String> rewardCodePath) {}
 
   /** The longest prompt of the task ({@code "a+b="}), plus headroom, for the Python model's positions. */
   static final int MAX_PROMPT_TOKENS = 8;
@@ -55,6 +65,11 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
       String generationDevice, String trainerDevice) {}
 
   static GrpoSettings from(RunConfig config) {
+    return from(config, null);
+  }
+
+  /** The settings of {@code config}, on {@code prepared} data when not null. */
+  static GrpoSettings from(RunConfig config, PreparedData prepared) {
     int steps = config.get(Keys.STEPS);
     int prompts = config.get(Keys.PROMPTS_PER_STEP);
     int groupSize = config.get(Keys.GROUP_SIZE);
@@ -80,11 +95,12 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         config.get(Keys.MAX_TRAJECTORY_AGE_STEPS), config.get(Keys.CHECKPOINT_EVERY),
         config.get(Keys.WORKERS), config.get(Keys.KV_TOKEN_BUDGET),
         config.get(Keys.MAX_RUNNING_REQUESTS), config.get(Keys.MAX_CONCURRENCY), grpo,
-        sampling, config.get(Keys.MODEL), config.serverBackend(), python(config, maxNewTokens),
+        sampling, config.get(Keys.MODEL), config.serverBackend(), python(config, maxNewTokens, prepared),
         groupsPerCall(config.get(Keys.GROUPS_PER_CALL), prompts, config.get(Keys.WORKERS)),
         dev.ravel.workers.model.ModelSpec.tiny(CharTokenizer.arithmetic().vocabSize()).toBuilder()
             .hiddenDim(config.get(Keys.JAVA_HIDDEN)).embedDim(config.get(Keys.JAVA_EMBED)).build(),
-        config.get(Keys.MAX_RESTARTS));
+        config.get(Keys.MAX_RESTARTS), prepared == null ? null
+            : new Data(prepared, config.get(Keys.MODEL_PATH), config.get(Keys.REWARD_CODE_PATH)));
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */
@@ -92,11 +108,14 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
     return configured > 0 ? configured : Math.max(1, (prompts + workers - 1) / workers);
   }
 
-  private static Python python(RunConfig config, int maxNewTokens) {
+  private static Python python(RunConfig config, int maxNewTokens, PreparedData prepared) {
     if (!config.pythonWorkers()) {
       return null;
     }
-    PythonModel model = config.pythonModel(CharTokenizer.arithmetic().vocabSize(), MAX_PROMPT_TOKENS + maxNewTokens);
+    PythonModel model = prepared == null
+        ? config.pythonModel(CharTokenizer.arithmetic().vocabSize(), MAX_PROMPT_TOKENS + maxNewTokens)
+        : config.pythonModel(2, 2).fromCheckpoint(config.get(Keys.MODEL_PATH), config.get(Keys.DTYPE),
+            prepared.vocabSize(), prepared.maxPositions());
     return new Python(model, config.get(Keys.ENGINE), config.get(Keys.GENERATION_NUM_GPUS),
         config.get(Keys.TRAINER_NUM_GPUS), config.get(Keys.GENERATION_DEVICE), config.get(Keys.TRAINER_DEVICE));
   }

@@ -13,6 +13,7 @@ import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.task.PromptSource;
 import dev.ravel.workers.trainer.TrainOutcome;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,8 +29,7 @@ final class SyncLoop {
   private final GrpoActors actors;
   private final TrainPhase trainPhase;
   private final Steps steps;
-  private final ArithmeticTask task;
-  private final Tokenizer tokenizer;
+  private final PromptSource prompts;
   /** The version the workers serve, and the update that made it (null before the first step). */
   private long version;
   private TrainOutcome lastUpdate;
@@ -39,23 +39,22 @@ final class SyncLoop {
 
   SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
       Tokenizer tokenizer, ModelWeights initial) {
-    this(settings, actors, trainPhase, steps, task, tokenizer, initial, 0, step -> { });
+    this(settings, actors, trainPhase, steps, PromptSource.of(task, tokenizer), initial, 0, step -> { });
   }
 
   /**
    * A loop whose workers serve {@code serving} and whose first step is the 0-based {@code firstStep} (a
    * resumed run's); {@code beforeStep} runs before each step and may end the run by throwing.
    */
-  SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
-      Tokenizer tokenizer, ModelWeights serving, int firstStep, IntConsumer beforeStep) {
+  SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, PromptSource prompts,
+      ModelWeights serving, int firstStep, IntConsumer beforeStep) {
     this.firstStep = firstStep;
     this.beforeStep = beforeStep;
     this.settings = settings;
     this.actors = actors;
     this.trainPhase = trainPhase;
     this.steps = steps;
-    this.task = task;
-    this.tokenizer = tokenizer;
+    this.prompts = prompts;
     this.version = serving.version();
   }
 
@@ -71,7 +70,7 @@ final class SyncLoop {
     long calls = 0;
     try (ScopedSpan s = steps.start(step, version)) {
       try {
-        StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(task, tokenizer,
+        StepBatch batch = clock.time(Phase.DATA_PROCESSING, () -> StepBatch.plan(prompts,
             settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
         if (lastUpdate != null) { // the first step (of a run, or of a resumed run) serves what the workers have
           TrainOutcome update = lastUpdate;

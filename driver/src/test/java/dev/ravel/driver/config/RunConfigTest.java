@@ -414,7 +414,7 @@ final class RunConfigTest {
         .containsEntry("run.mode", "sync")
         .containsEntry("generation.backend", "embedded")
         .containsEntry("cluster.worker_heap_mb", 512);
-    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|trainer|model|grpo)\\.[a-z_]+"));
+    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|trainer|model|data|reward|grpo)\\.[a-z_]+"));
   }
 
   @Test
@@ -564,6 +564,36 @@ final class RunConfigTest {
     Path file = tmp.resolve("run.yaml");
     Files.writeString(file, text);
     return file;
+  }
+
+  @Test
+  void load_yourDataNeedsYourModelThePythonWorkersAndSyncMode() {
+    List<String> python = List.of("generation.runtime=python", "trainer.runtime=python");
+    List<String> data = List.of("data.train=[train.jsonl]", "model.path=/m");
+    RunConfig ok = RunConfig.load(null, concat(python, data), Map.of());
+    assertThat(ok.get(Keys.TRAIN)).containsExactly("train.jsonl");
+    assertThat(ok.get(Keys.MODEL_PATH)).isEqualTo("/m");
+
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(python, List.of("model.path=/m")), Map.of()),
+        "model.path").getMessage()).contains("needs your prompts too (data.train)");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(python, List.of("data.train=a.jsonl")), Map.of()),
+        "data.train").getMessage()).contains("set model.path to a Hugging Face checkpoint folder");
+    assertThat(assertConfigError(() -> RunConfig.load(null, data, Map.of()), "model.path").getMessage())
+        .contains("runs in Ravel's Python workers");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(python, concat(data, List.of("run.mode=async"))),
+        Map.of()), "run.mode").getMessage()).contains("async runs on your data are not supported yet");
+    assertConfigError(() -> RunConfig.load(null, concat(python, List.of("reward.function=exact_match")), Map.of()),
+        "reward.function");
+    assertConfigError(() -> RunConfig.load(null, concat(python, concat(data, List.of("model.dtype=int8"))), Map.of()),
+        "model.dtype");
+    assertConfigError(() -> RunConfig.load(null, concat(python, concat(data, List.of("data.long_prompts=keep"))),
+        Map.of()), "data.long_prompts");
+  }
+
+  private static List<String> concat(List<String> a, List<String> b) {
+    List<String> out = new java.util.ArrayList<>(a);
+    out.addAll(b);
+    return out;
   }
 
   private static ConfigException assertConfigError(ThrowingCallable call, String key) {

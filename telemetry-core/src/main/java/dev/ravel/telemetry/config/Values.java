@@ -101,7 +101,7 @@ public final class Values {
     return (int) v;
   }
 
-  /** A YAML list of strings, or one comma-separated string. */
+  /** A YAML list of strings, or one comma-separated string (in brackets or not: {@code [a, b]} or {@code a,b}). */
   public static List<String> list(String key, Object value) {
     if (value instanceof List<?> l) {
       List<String> out = new ArrayList<>();
@@ -111,10 +111,14 @@ public final class Values {
       return out;
     }
     if (value instanceof String s) {
-      if (s.isBlank()) {
+      String t = s.strip();
+      if (t.startsWith("[") && t.endsWith("]")) {
+        t = t.substring(1, t.length() - 1);
+      }
+      if (t.isBlank()) {
         return List.of();
       }
-      return Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList();
+      return Arrays.stream(t.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList();
     }
     throw new ConfigException(key, "expected a list, got " + describe(value));
   }

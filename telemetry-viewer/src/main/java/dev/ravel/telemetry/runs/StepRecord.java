@@ -10,7 +10,7 @@ import java.util.Map;
  * crashed run keeps its curves) and an entry of {@code run.json}'s {@code step_metrics}. Written by
  * {@link #toJsonLine()} and read by {@link #parse(String)}; nothing else spells its fields.
  *
- * @param step the step's number (0-based)
+ * @param step the step's number, 1-based (as the progress line and the step's span number it)
  * @param mode {@code sync} or {@code async}
  * @param rewardMean the mean reward of the step's trajectories
  * @param rewardStd the population standard deviation of the step's rewards

@@ -25,9 +25,15 @@ public final class GroupRequests {
    */
   public static List<GenerationRequest> of(List<Problem> problems, Tokenizer tokenizer, int groupSize,
       SamplingParams sampling, long step, RandomGenerator rng) {
+    return of(problems, p -> tokenizer.encode(p.prompt()), groupSize, sampling, step, rng);
+  }
+
+  /** As above, each prompt encoded by {@code encode}. */
+  public static List<GenerationRequest> of(List<Problem> problems, java.util.function.Function<Problem, int[]> encode,
+      int groupSize, SamplingParams sampling, long step, RandomGenerator rng) {
     List<GenerationRequest> out = new ArrayList<>(problems.size() * groupSize);
     for (int p = 0; p < problems.size(); p++) {
-      int[] prompt = tokenizer.encode(problems.get(p).prompt());
+      int[] prompt = encode.apply(problems.get(p));
       long groupSeed = rng.nextLong();
       for (int g = 0; g < groupSize; g++) {
         out.add(GenerationRequest.of(groupId(step, p) + "-" + g, prompt, sampling.withSeed(groupSeed + g),

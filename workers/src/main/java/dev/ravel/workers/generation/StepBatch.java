@@ -7,6 +7,7 @@ import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.task.ArithmeticTask;
 import dev.ravel.workers.task.Problem;
+import dev.ravel.workers.task.PromptSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -20,7 +21,6 @@ import java.util.SplittableRandom;
  * @param groupSize completions per prompt (G)
  */
 public record StepBatch(long step, int groupSize, List<Problem> problems, List<GenerationRequest> requests) {
-  private static final long PROBLEM_STREAM = 1_000_003L;
   private static final long SEED_STREAM = 7_919L;
 
   public StepBatch {
@@ -38,8 +38,14 @@ public record StepBatch(long step, int groupSize, List<Problem> problems, List<G
    */
   public static StepBatch plan(ArithmeticTask task, Tokenizer tokenizer, int prompts, int groupSize,
       SamplingParams sampling, long runSeed, long step) {
-    List<Problem> problems = task.sample(prompts, new SplittableRandom(runSeed * PROBLEM_STREAM + step));
-    List<GenerationRequest> requests = GroupRequests.of(problems, tokenizer, groupSize, sampling, step,
+    return plan(PromptSource.of(task, tokenizer), prompts, groupSize, sampling, runSeed, step);
+  }
+
+  /** Step {@code step}'s batch of {@code source}'s prompts, each asked {@code groupSize} times (as above). */
+  public static StepBatch plan(PromptSource source, int prompts, int groupSize, SamplingParams sampling, long runSeed,
+      long step) {
+    List<Problem> problems = source.sample(prompts, runSeed, step);
+    List<GenerationRequest> requests = GroupRequests.of(problems, source::encode, groupSize, sampling, step,
         new SplittableRandom(runSeed * SEED_STREAM + step));
     return new StepBatch(step, groupSize, problems, requests);
   }

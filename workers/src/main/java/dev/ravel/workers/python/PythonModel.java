@@ -15,9 +15,12 @@ import java.util.List;
  * @param hidden the hidden size (a multiple of {@code heads})
  * @param heads attention heads
  * @param maxPositions the longest sequence, prompt and completion together
+ * @param path a Hugging Face checkpoint folder to load instead (empty: random initialisation from the sizes
+ *     above); with a path, {@code vocabSize} and {@code maxPositions} are the checkpoint's
+ * @param dtype the checkpoint's dtype ({@code auto}, {@code float32}, {@code bfloat16}, {@code float16})
  */
-public record PythonModel(String family, int vocabSize, int layers, int hidden, int heads, int maxPositions)
-    implements Serializable {
+public record PythonModel(String family, int vocabSize, int layers, int hidden, int heads, int maxPositions,
+    String path, String dtype) implements Serializable {
   /** The model families a Python worker builds. */
   public static final List<String> FAMILIES = List.of("gpt2", "qwen2");
 
@@ -27,7 +30,19 @@ public record PythonModel(String family, int vocabSize, int layers, int hidden, 
    * @throws ConfigException naming the field ({@code family}, {@code layers}, {@code hidden}, {@code heads}: the
    *     run config's {@code model.*} keys less their section)
    */
+  /** A randomly initialised model of these sizes. */
+  public PythonModel(String family, int vocabSize, int layers, int hidden, int heads, int maxPositions) {
+    this(family, vocabSize, layers, hidden, heads, maxPositions, "", "auto");
+  }
+
+  /** This model loaded from the checkpoint folder {@code path} instead, its vocabulary and length given. */
+  public PythonModel fromCheckpoint(String path, String dtype, int vocabSize, int maxPositions) {
+    return new PythonModel(family, vocabSize, layers, hidden, heads, maxPositions, path, dtype);
+  }
+
   public PythonModel {
+    java.util.Objects.requireNonNull(path, "path");
+    java.util.Objects.requireNonNull(dtype, "dtype");
     if (!FAMILIES.contains(family)) {
       throw new ConfigException("family", "unknown '" + family + "' (valid: " + String.join(", ", FAMILIES) + ")");
     }

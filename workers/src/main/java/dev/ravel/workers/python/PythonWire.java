@@ -100,6 +100,20 @@ public final class PythonWire implements CrossLanguageCodec {
     if (value instanceof Trajectory t) {
       return trajectory(t);
     }
+    if (value instanceof int[] xs) {
+      return ints(xs);
+    }
+    if (value instanceof dev.ravel.workers.task.Problem p) {
+      ObjectNode o = JSON.createObjectNode();
+      o.put("prompt", p.prompt());
+      o.put("answer", p.answer());
+      try {
+        o.set("metadata", JSON.readTree(p.metadataJson()));
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        throw new IllegalArgumentException("problem metadata is not JSON: " + e.getOriginalMessage(), e);
+      }
+      return o;
+    }
     throw new IllegalArgumentException(value.getClass().getName() + " has no wire form for a Python worker");
   }
 
@@ -151,6 +165,16 @@ public final class PythonWire implements CrossLanguageCodec {
       List<Object> out = new ArrayList<>(n.size());
       n.forEach(x -> out.add(decode(x, element)));
       return List.copyOf(out);
+    }
+    if (type == double[].class) {
+      if (!n.isArray()) {
+        throw new IllegalArgumentException("expected an array of numbers, got " + n.getNodeType());
+      }
+      double[] out = new double[n.size()];
+      for (int i = 0; i < out.length; i++) {
+        out[i] = required(n.get(i), "a number").asDouble();
+      }
+      return out;
     }
     if (type == long.class || type == Long.class) {
       return required(n, "a number").asLong();

@@ -20,6 +20,8 @@ public final class PythonWorkers {
   public static final PyActorClass GENERATION_WORKER = PyActorClass.of(MODULE, "GenerationWorker");
   /** The Python policy trainer ({@code PolicyTrainer} role). */
   public static final PyActorClass POLICY_TRAINER = PyActorClass.of(MODULE, "PolicyTrainer");
+  /** The Python reward environment of a run on your data ({@code RewardEnvironment} role). */
+  public static final PyActorClass REWARD_ENVIRONMENT = PyActorClass.of(MODULE, "RewardEnvironment");
   /** Generation engines of a Python generation worker. */
   public static final List<String> ENGINES = List.of("transformers", "vllm");
   /** Where a Python worker puts its model. */
@@ -62,6 +64,19 @@ public final class PythonWorkers {
     return o.toString();
   }
 
+  /**
+   * The reward environment's spec: the checkpoint whose tokenizer decodes the completions, the reward function
+   * ({@code exact_match}, {@code math} or {@code package.module:function}) and the folders searched first for it.
+   */
+  public static String rewardSpec(String modelPath, String function, List<String> codePath) {
+    ObjectNode o = JSON.createObjectNode();
+    o.put("model_path", modelPath);
+    o.put("function", function);
+    com.fasterxml.jackson.databind.node.ArrayNode folders = o.putArray("code_path");
+    codePath.forEach(folders::add);
+    return o.toString();
+  }
+
   private static ObjectNode model(PythonModel m) {
     ObjectNode o = JSON.createObjectNode();
     o.put("family", m.family());
@@ -70,6 +85,10 @@ public final class PythonWorkers {
     o.put("hidden", m.hidden());
     o.put("heads", m.heads());
     o.put("max_positions", m.maxPositions());
+    if (!m.path().isEmpty()) {
+      o.put("path", m.path());
+      o.put("dtype", m.dtype());
+    }
     return o;
   }
 

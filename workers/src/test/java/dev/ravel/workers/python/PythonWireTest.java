@@ -41,6 +41,23 @@ class PythonWireTest {
   }
 
   @Test
+  void encodeArgs_problemsCarryTheirMetadataAndCompletionsTheirTokens() throws Exception {
+    dev.ravel.workers.task.Problem p = new dev.ravel.workers.task.Problem("3+4=", "7", "{\"level\":\"hard\"}");
+
+    JsonNode a = JSON.readTree(WIRE.encodeArgs(new Object[] {List.of(p), List.of(new int[] {5, 1})}, new ArrayList<>()));
+
+    assertThat(a.get(0).get(0).toString()).isEqualTo("{\"prompt\":\"3+4=\",\"answer\":\"7\",\"metadata\":{\"level\":\"hard\"}}");
+    assertThat(a.get(1).toString()).isEqualTo("[[5,1]]");
+  }
+
+  @Test
+  void decode_scoresAsDoublesAndANonNumberNamed() throws Exception {
+    assertThat((double[]) WIRE.decode(JSON.readTree("[1.0, 0, 0.5]"), double[].class)).containsExactly(1.0, 0.0, 0.5);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> WIRE.decode(JSON.readTree("[1.0, \"x\"]"), double[].class))
+        .hasMessageContaining("expected a number, got STRING");
+  }
+
+  @Test
   void encodeArgs_trajectoriesCarryEveryField() throws Exception {
     Trajectory t = new Trajectory("s0-p1-3", new int[] {4, 10, 4, 12}, new int[] {8, 13}, new float[] {-0.5f, -0.25f},
         1.0, 3, 3);
