@@ -208,7 +208,7 @@ public final class RunConfig {
     validateData();
   }
 
-  /** Your model, data and reward: the Python workers, in sync mode, all three together. */
+  /** Your model, data and reward: the Python workers, all three together. */
   private void validateData() {
     boolean data = !get(Keys.TRAIN).isEmpty();
     boolean model = !get(Keys.MODEL_PATH).isBlank();
@@ -229,10 +229,6 @@ public final class RunConfig {
     if (!pythonWorkers()) {
       throw new ConfigException(Keys.MODEL_PATH.dotted(), "a Hugging Face model runs in Ravel's Python workers: set "
           + Keys.GENERATION_RUNTIME + " and " + Keys.TRAINER_RUNTIME + " to python");
-    }
-    if (mode() == Mode.ASYNC) {
-      throw new ConfigException(Keys.MODE.dotted(), "async runs on your data are not supported yet: use sync with "
-          + Keys.TRAIN);
     }
   }
 

@@ -120,7 +120,8 @@ final class GrpoActors {
       CollectorSpec cs = new CollectorSpec(workers, reward, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
-          settings.groupsPerCall(), settings.maxRestarts(), resume == null ? 0 : resume.weights().version());
+          settings.groupsPerCall(), settings.maxRestarts(), resume == null ? 0 : resume.weights().version(),
+          data == null ? null : data.prepared().prompts());
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).remote();
     }

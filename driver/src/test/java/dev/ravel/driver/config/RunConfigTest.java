@@ -567,7 +567,7 @@ final class RunConfigTest {
   }
 
   @Test
-  void load_yourDataNeedsYourModelThePythonWorkersAndSyncMode() {
+  void load_yourDataNeedsYourModelAndThePythonWorkers() {
     List<String> python = List.of("generation.runtime=python", "trainer.runtime=python");
     List<String> data = List.of("data.train=[train.jsonl]", "model.path=/m");
     RunConfig ok = RunConfig.load(null, concat(python, data), Map.of());
@@ -580,8 +580,8 @@ final class RunConfigTest {
         "data.train").getMessage()).contains("set model.path to a Hugging Face checkpoint folder");
     assertThat(assertConfigError(() -> RunConfig.load(null, data, Map.of()), "model.path").getMessage())
         .contains("runs in Ravel's Python workers");
-    assertThat(assertConfigError(() -> RunConfig.load(null, concat(python, concat(data, List.of("run.mode=async"))),
-        Map.of()), "run.mode").getMessage()).contains("async runs on your data are not supported yet");
+    assertThat(RunConfig.load(null, concat(python, concat(data, List.of("run.mode=async"))), Map.of()).mode())
+        .isEqualTo(RunConfig.Mode.ASYNC);
     assertConfigError(() -> RunConfig.load(null, concat(python, List.of("reward.function=exact_match")), Map.of()),
         "reward.function");
     assertConfigError(() -> RunConfig.load(null, concat(python, concat(data, List.of("model.dtype=int8"))), Map.of()),

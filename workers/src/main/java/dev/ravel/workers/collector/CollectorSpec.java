@@ -1,5 +1,6 @@
 package dev.ravel.workers.collector;
 
+import dev.ravel.workers.task.DatasetPrompts;
 import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.buffer.ReplayBuffer;
 import dev.ravel.workers.engine.SamplingParams;
@@ -23,7 +24,16 @@ import java.util.List;
  */
 public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
     RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
-    int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget) implements Serializable {
+    int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget, DatasetPrompts data)
+    implements Serializable {
+  /** A collector of the built-in digit task. */
+  public CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
+      RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
+      int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget) {
+    this(workers, reward, buffer, promptsPerStep, groupSize, sampling, seed, lead, maxInFlight, groupsPerCall,
+        maxRestarts, firstTarget, null);
+  }
+
   public CollectorSpec {
     workers = List.copyOf(workers);
     if (workers.isEmpty()) {

@@ -20,6 +20,7 @@ import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.task.ArithmeticTask;
+import dev.ravel.workers.task.PromptSource;
 import io.opentelemetry.context.Context;
 import java.util.ArrayList;
 import java.util.List;
@@ -190,8 +191,8 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
       s.set(RavelAttributes.GENERATION_MODE, "async")
           .set(RavelAttributes.WEIGHT_VERSION, t.version)
           .set(RavelAttributes.TARGET_WEIGHT_VERSION, t.step);
-      StepBatch batch = StepBatch.plan(task, tokenizer, spec.promptsPerStep(), spec.groupSize(), spec.sampling(),
-          spec.seed(), t.step);
+      StepBatch batch = StepBatch.plan(spec.data() != null ? spec.data() : PromptSource.of(task, tokenizer),
+          spec.promptsPerStep(), spec.groupSize(), spec.sampling(), spec.seed(), t.step);
       Context here = Context.current();
       CompletionService<Chunk> done = new ExecutorCompletionService<>(calls);
       List<Future<Chunk>> futures = new ArrayList<>();

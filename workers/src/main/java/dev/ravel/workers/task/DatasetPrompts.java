@@ -18,9 +18,11 @@ import java.util.SplittableRandom;
  * Your prompts, as {@code python -m ravel_checks.prepare} wrote them (rendered with the model's tokenizer): each
  * row's prompt text, token ids, answer and metadata. Steps take rows in epochs: every epoch is one pass over
  * the rows in a shuffled order seeded by the run's seed and the epoch, so each row is used once per epoch and a
- * run (or a resumed run) at step {@code s} always gets the same rows. Immutable.
+ * run (or a resumed run) at step {@code s} always gets the same rows, in the driver (sync) or the collector
+ * (async), which is handed this object. Immutable.
  */
-public final class DatasetPrompts implements PromptSource {
+public final class DatasetPrompts implements PromptSource, java.io.Serializable {
+  private static final long serialVersionUID = 1L;
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final long EPOCH_STREAM = 104_729L;
 
