@@ -78,9 +78,17 @@ def test_prepare_cli_writes_the_rows_and_names_the_key_of_a_problem(hf_checkpoin
     assert summary["rows"] == 25 and summary["vocab_size"] == 16 and summary["eos_token"] == 1
     rows = [json.loads(x) for x in (tmp_path / "prepared.jsonl").read_text(encoding="utf-8").splitlines()]
     assert rows[0]["prompt"] == "0+0=" and rows[0]["answer"] == "0" and rows[0]["tokens"]
+    assert summary["eval_rows"] == 0
+
+    with_eval = run(eval=[hf_checkpoint["eval"]], eval_out=str(tmp_path / "eval.jsonl"))
+    assert with_eval.returncode == 0, with_eval.stderr
+    assert json.loads(with_eval.stdout.strip().splitlines()[-1])["eval_rows"] == 5
+    assert len((tmp_path / "eval.jsonl").read_text(encoding="utf-8").splitlines()) == 5
 
     for spec, line in [({"model_path": "Qwen/Qwen2.5-0.5B"}, "model.path: 'Qwen/Qwen2.5-0.5B' is not a folder here"),
                        ({"prompt_key": "question"}, "data.train: "),
+                       ({"eval": [str(tmp_path / "nope.jsonl")], "eval_out": str(tmp_path / "e.jsonl")},
+                        "data.eval: "),
                        ({"reward_function": "nowhere:f"}, "reward.function: nowhere:f: cannot import nowhere")]:
         bad = run(**spec)
         assert bad.returncode == 2, bad.stderr

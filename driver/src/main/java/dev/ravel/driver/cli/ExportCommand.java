@@ -31,11 +31,15 @@ final class ExportCommand implements Callable<Integer> {
   @Option(names = "--step", paramLabel = "N", description = "The checkpoint after N steps (default: the newest).")
   Integer step;
 
-  @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
+  @Option(names = "--runs-dir", description = "Folder of run folders (default: RAVEL_TELEMETRY_RUNS_DIR, else runs).")
   Path runsDir;
+
+  @picocli.CommandLine.ParentCommand
+  RavelCli cli;
 
   @Override
   public Integer call() throws IOException {
+    runsDir = RunsFolder.resolve(runsDir, RunsFolder.env(cli));
     Path dir = runsDir.resolve(runId);
     if (!Files.isDirectory(dir)) {
       throw new ConfigException("RUN_ID", "no run '" + runId + "' under " + runsDir.toAbsolutePath()

@@ -32,7 +32,8 @@ final class Progress implements StepListener {
         .forEach(e -> phases.append(phases.length() == 0 ? "" : " ").append(e.getKey()).append(' ')
             .append(String.format("%.2fs", e.getValue())));
     String head = String.format("step %3d/%d", done, total);
-    String stats = String.format("reward %.3f  kl %.4f", m.rewardMean(), m.kl());
+    String stats = String.format("reward %.3f  kl %.4f", m.rewardMean(), m.kl())
+        + (m.eval() == null ? "" : String.format("  eval %.3f (acc %.2f)", m.eval().reward(), m.eval().accuracy()));
     String loss = String.format("  loss %+.4f", m.loss());
     String time = String.format("  %.2fs", m.stepSeconds());
     String tail = phases.length() == 0 ? "" : " (" + phases + ")";

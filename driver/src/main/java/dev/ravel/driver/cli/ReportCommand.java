@@ -22,8 +22,11 @@ final class ReportCommand implements Callable<Integer> {
       description = "Where to write the page (default: runs/<run-id>/report.html).")
   Path html;
 
-  @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
+  @Option(names = "--runs-dir", description = "Folder of run folders (default: RAVEL_TELEMETRY_RUNS_DIR, else runs).")
   Path runsDir;
+
+  @picocli.CommandLine.ParentCommand
+  RavelCli cli;
 
   @Option(names = "--max-waterfalls", defaultValue = "" + RunReport.DEFAULT_MAX_WATERFALLS,
       description = "Embed the waterfalls of at most this many steps, the last ones (default ${DEFAULT-VALUE}).")
@@ -31,6 +34,7 @@ final class ReportCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws IOException {
+    runsDir = RunsFolder.resolve(runsDir, RunsFolder.env(cli));
     if (maxWaterfalls < 0) {
       throw new dev.ravel.telemetry.config.ConfigException("--max-waterfalls", "must not be negative, got " + maxWaterfalls);
     }

@@ -74,6 +74,14 @@ final class RunCommand implements Callable<Integer> {
     if (servers != null && !servers.launches()) {
       checkServers(servers); // a server that is down: one line naming it, before Ray starts
     }
+    // the run folder is this driver's alone from here on: another run's records or a live driver stop it here
+    try (RunLock lock = RunLock.claim(config.telemetry().runDir(), config.telemetry().runId(), from != null)) {
+      return claimed(env, config, from, b);
+    }
+  }
+
+  /** The run itself, its folder claimed. */
+  private int claimed(Map<String, String> env, RunConfig config, Resume from, DriverSession.Builder b) {
     PreparedData data = null;
     if (!config.get(Keys.TRAIN).isEmpty()) { // your model, data and reward, checked and prepared before Ray starts
       dev.ravel.driver.cluster.RayHome home = dev.ravel.driver.cluster.RayHome.locate(env);

@@ -22,8 +22,11 @@ import picocli.CommandLine.Option;
 /** {@code ravel runs}: the runs found under the runs folder, newest first. */
 @Command(name = "runs", mixinStandardHelpOptions = true, description = "List the runs found (newest first).")
 final class RunsCommand implements Callable<Integer> {
-  @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
+  @Option(names = "--runs-dir", description = "Folder of run folders (default: RAVEL_TELEMETRY_RUNS_DIR, else runs).")
   Path runsDir;
+
+  @picocli.CommandLine.ParentCommand
+  RavelCli cli;
 
   @Option(names = "--json", description = "Machine-readable output: a JSON array, newest first.")
   boolean json;
@@ -35,6 +38,7 @@ final class RunsCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws IOException {
+    runsDir = RunsFolder.resolve(runsDir, RunsFolder.env(cli));
     if (!Files.isDirectory(runsDir)) {
       System.err.println("ravel: no runs folder at " + runsDir.toAbsolutePath());
       return 1;

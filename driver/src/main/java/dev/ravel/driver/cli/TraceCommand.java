@@ -50,8 +50,11 @@ final class TraceCommand implements Callable<Integer> {
           + " process, a slice per span, an arrow per span link.")
   Path perfetto;
 
-  @Option(names = "--runs-dir", defaultValue = "runs", description = "Folder of run folders (default ${DEFAULT-VALUE}).")
+  @Option(names = "--runs-dir", description = "Folder of run folders (default: RAVEL_TELEMETRY_RUNS_DIR, else runs).")
   Path runsDir;
+
+  @picocli.CommandLine.ParentCommand
+  RavelCli cli;
 
   @Option(names = "--jaeger", defaultValue = "http://127.0.0.1:16686", description = "Jaeger query URL (default ${DEFAULT-VALUE}).")
   URI jaeger;
@@ -73,6 +76,7 @@ final class TraceCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws IOException {
+    runsDir = RunsFolder.resolve(runsDir, RunsFolder.env(cli));
     List<SpanRecord> spans = switch (source) {
       case "file" -> fromFiles();
       case "jaeger" -> fromJaeger();

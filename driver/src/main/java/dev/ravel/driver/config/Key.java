@@ -23,11 +23,23 @@ public final class Key<T> {
     void check(String key, T value);
   }
 
-  static final Type<Integer> INTEGER = Values::intValue;
-  static final Type<Long> LONG = Values::longValue;
-  static final Type<Double> NUMBER = Values::number;
+  /**
+   * Numbers and booleans are taken as YAML and the command line type them, never from text: {@code "0.04"} in
+   * quotes is a string in YAML, and a key that wants a number says so rather than guess.
+   */
+  static final Type<Integer> INTEGER = (key, raw) -> Values.intValue(key, notText(key, raw, "a whole number"));
+  static final Type<Long> LONG = (key, raw) -> Values.longValue(key, notText(key, raw, "a whole number"));
+  static final Type<Double> NUMBER = (key, raw) -> Values.number(key, notText(key, raw, "a number"));
   static final Type<String> STRING = Values::string;
-  static final Type<Boolean> BOOLEAN = Values::bool;
+  static final Type<Boolean> BOOLEAN = (key, raw) -> Values.bool(key, notText(key, raw, "true or false"));
+
+  private static Object notText(String key, Object raw, String expected) {
+    if (raw instanceof String s) {
+      throw new ConfigException(key, "expected " + expected + ", got the text '" + s + "'"
+          + (s.isBlank() ? "" : " (in YAML a quoted value is text: write it without quotes)"));
+    }
+    return raw;
+  }
   static final Type<List<String>> LIST = Values::list;
 
   private final String section;

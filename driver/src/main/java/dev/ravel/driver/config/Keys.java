@@ -195,6 +195,9 @@ public final class Keys {
   /** {@code data.train}. */
   public static final Key<List<String>> TRAIN = key("data", "train", LIST, List.of(), any(),
       "your prompts: JSON Lines or Parquet files, or `save_to_disk` folders (empty: the built-in digit sums)");
+  /** {@code data.eval}. */
+  public static final Key<List<String>> EVAL = key("data", "eval", LIST, List.of(), any(),
+      "held-out prompts in the same forms as `data.train`, generated and scored every `grpo.eval_every` steps");
   /** {@code data.prompt_key}. */
   public static final Key<String> PROMPT_KEY = key("data", "prompt_key", STRING, "prompt", notBlank(),
       "the field holding a row's prompt: text, or a list of chat messages (`{role, content}`)");
@@ -221,6 +224,18 @@ public final class Keys {
   /** {@code reward.code_path}. */
   public static final Key<List<String>> REWARD_CODE_PATH = key("reward", "code_path", LIST, List.of(), any(),
       "folders searched first for `reward.function`'s module");
+
+  // ---- eval ----
+
+  /** {@code eval.temperature}. */
+  public static final Key<Double> EVAL_TEMPERATURE = key("eval", "temperature", NUMBER, 0.0, in(0, 10, true),
+      "sampling temperature of the eval set's completions (0: greedy)");
+  /** {@code eval.samples}. */
+  public static final Key<Integer> EVAL_SAMPLES = key("eval", "samples", INTEGER, 1, atLeast(1),
+      "completions per eval prompt");
+  /** {@code eval.pass_threshold}. */
+  public static final Key<Double> EVAL_PASS_THRESHOLD = key("eval", "pass_threshold", NUMBER, 1.0, any(),
+      "a completion with at least this reward counts as correct in the eval accuracy");
 
   // ---- grpo ----
 
@@ -256,6 +271,9 @@ public final class Keys {
   /** {@code grpo.max_prompt_tokens}. */
   public static final Key<Integer> MAX_PROMPT_TOKENS = key("grpo", "max_prompt_tokens", INTEGER, 256, atLeast(1),
       "with `data.train`: the longest prompt in tokens (see `data.long_prompts`)");
+  /** {@code grpo.eval_every}. */
+  public static final Key<Integer> EVAL_EVERY = key("grpo", "eval_every", INTEGER, 0, notNegative(),
+      "evaluate `data.eval` at step 1 and every this many steps after, with the weights the step serves (0: never)");
   /** {@code grpo.max_trajectory_age_steps}. */
   public static final Key<Integer> MAX_TRAJECTORY_AGE_STEPS = key("grpo", "max_trajectory_age_steps", INTEGER, 1,
       (k, v) -> {

@@ -53,8 +53,13 @@ public final class RunConfig {
         throw new ConfigException(file.toString(), "config file not found");
       }
       try (JsonParser p = YAML.createParser(file.toFile())) {
-        // an empty or comment-only file has no token at all (readValue would fail): defaults, like no file
+        // an empty or comment-only file has no token at all: most likely the wrong file, so say so (no file at all
+        // runs every default)
         Object parsed = p.nextToken() == null ? null : YAML.readValue(p, Object.class);
+        if (parsed == null) {
+          throw new ConfigException(file.toString(), "the config file is empty: give at least one section (for"
+              + " example grpo: {steps: 5}), or no file for every default");
+        }
         if (parsed != null && !(parsed instanceof Map)) {
           throw new ConfigException(file.toString(), "expected a mapping of sections at the top level");
         }
@@ -212,6 +217,15 @@ public final class RunConfig {
   private void validateData() {
     boolean data = !get(Keys.TRAIN).isEmpty();
     boolean model = !get(Keys.MODEL_PATH).isBlank();
+    if (get(Keys.EVAL_EVERY) > 0 && get(Keys.EVAL).isEmpty()) {
+      throw new ConfigException(Keys.EVAL_EVERY.dotted(), "evaluates " + Keys.EVAL + ": set it to your held-out prompts");
+    }
+    if (!get(Keys.EVAL).isEmpty() && !data) {
+      throw new ConfigException(Keys.EVAL.dotted(), "is evaluated beside your training prompts: set " + Keys.TRAIN);
+    }
+    if (get(Keys.EVAL_EVERY) > 0 && mode() == Mode.ASYNC) {
+      throw new ConfigException(Keys.EVAL_EVERY.dotted(), "evaluation runs in sync runs for now (run.mode: sync)");
+    }
     if (!data && model) {
       throw new ConfigException(Keys.MODEL_PATH.dotted(), "a Hugging Face model needs your prompts too (" + Keys.TRAIN
           + "): the built-in digit task speaks the Java runtime's own 14-token vocabulary");

@@ -46,7 +46,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
    * @param modelPath the checkpoint whose tokenizer the reward environment decodes completions with
    * @param rewardCodePath folders searched first for the reward function's module
    */
-  record Data(PreparedData prepared, String modelPath, java.util.List<String> rewardCodePath) {}
+  record Data(PreparedData prepared, String modelPath, java.util.List<String> rewardCodePath, Evaluation eval) {}
 
   /** The longest prompt of the task ({@code "a+b="}), plus headroom, for the Python model's positions. */
   static final int MAX_PROMPT_TOKENS = 8;
@@ -100,7 +100,11 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         dev.ravel.workers.model.ModelSpec.tiny(CharTokenizer.arithmetic().vocabSize()).toBuilder()
             .hiddenDim(config.get(Keys.JAVA_HIDDEN)).embedDim(config.get(Keys.JAVA_EMBED)).build(),
         config.get(Keys.MAX_RESTARTS), prepared == null ? null
-            : new Data(prepared, config.get(Keys.MODEL_PATH), config.get(Keys.REWARD_CODE_PATH)));
+            : new Data(prepared, config.get(Keys.MODEL_PATH), config.get(Keys.REWARD_CODE_PATH),
+                prepared.eval() == null || config.get(Keys.EVAL_EVERY) == 0 ? null
+                    : new Evaluation(prepared.eval(), config.get(Keys.EVAL_EVERY), sampling.toBuilder()
+                        .temperature(config.get(Keys.EVAL_TEMPERATURE)).build(), config.get(Keys.EVAL_SAMPLES),
+                        config.get(Keys.EVAL_PASS_THRESHOLD))));
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */

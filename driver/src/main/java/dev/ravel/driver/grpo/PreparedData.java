@@ -30,9 +30,10 @@ import java.util.concurrent.TimeUnit;
  * @param dropped prompts left out for being longer than {@code grpo.max_prompt_tokens}
  * @param truncated prompts cut from the left to {@code grpo.max_prompt_tokens}
  * @param rewardFunction the reward function the run calls
+ * @param eval the held-out prompts ({@code data.eval}), null without
  */
 public record PreparedData(Path file, DatasetPrompts prompts, int vocabSize, int eosToken, int maxPositions,
-    int dropped, int truncated, String rewardFunction) {
+    int dropped, int truncated, String rewardFunction, DatasetPrompts eval) {
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The reward of a run on your data when {@code reward.function} is empty. */
   public static final String DEFAULT_REWARD = "exact_match";
@@ -53,20 +54,23 @@ public record PreparedData(Path file, DatasetPrompts prompts, int vocabSize, int
    *     whatever is wrong, in one line
    */
   public static PreparedData prepare(RunConfig config, Path runDir, Path python, Path ravelHome) {
-    for (String f : config.get(Keys.TRAIN)) {
-      Path p = Path.of(f);
-      if (!Files.exists(p)) {
-        throw new ConfigException(Keys.TRAIN.dotted(), f + ": no such file or folder");
-      }
-      try {
-        if (Files.isRegularFile(p) && Files.size(p) == 0) {
-          throw new ConfigException(Keys.TRAIN.dotted(), f + ": no rows (an empty file)");
+    for (var key : List.of(Keys.TRAIN, Keys.EVAL)) {
+      for (String f : config.get(key)) {
+        Path p = Path.of(f);
+        if (!Files.exists(p)) {
+          throw new ConfigException(key.dotted(), f + ": no such file or folder");
         }
-      } catch (IOException e) {
-        throw new ConfigException(Keys.TRAIN.dotted(), f + ": cannot read (" + e.getMessage() + ")");
+        try {
+          if (Files.isRegularFile(p) && Files.size(p) == 0) {
+            throw new ConfigException(key.dotted(), f + ": no rows (an empty file)");
+          }
+        } catch (IOException e) {
+          throw new ConfigException(key.dotted(), f + ": cannot read (" + e.getMessage() + ")");
+        }
       }
     }
     Path out = runDir.resolve("data").resolve("train.jsonl");
+    Path evalOut = runDir.resolve("data").resolve("eval.jsonl");
     Map<String, Object> spec = new LinkedHashMap<>();
     spec.put("model_path", config.get(Keys.MODEL_PATH));
     spec.put("train", config.get(Keys.TRAIN));
@@ -79,6 +83,10 @@ public record PreparedData(Path file, DatasetPrompts prompts, int vocabSize, int
     spec.put("reward_function", rewardFunction(config));
     spec.put("reward_code_path", config.get(Keys.REWARD_CODE_PATH));
     spec.put("out", out.toAbsolutePath().toString());
+    if (!config.get(Keys.EVAL).isEmpty()) {
+      spec.put("eval", config.get(Keys.EVAL));
+      spec.put("eval_out", evalOut.toAbsolutePath().toString());
+    }
     try {
       Files.createDirectories(out.getParent());
       Path specFile = out.resolveSibling("prepare-spec.json");
@@ -112,7 +120,7 @@ public record PreparedData(Path file, DatasetPrompts prompts, int vocabSize, int
       JsonNode s = JSON.readTree(lines.get(lines.size() - 1));
       return new PreparedData(out, DatasetPrompts.read(out), s.get("vocab_size").asInt(), s.get("eos_token").asInt(),
           s.get("max_positions").asInt(), s.get("dropped").asInt(), s.get("truncated").asInt(),
-          s.get("reward").asText());
+          s.get("reward").asText(), config.get(Keys.EVAL).isEmpty() ? null : DatasetPrompts.read(evalOut));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot prepare " + Keys.TRAIN + " under " + out.getParent() + ": "
           + e.getMessage(), e);

@@ -33,6 +33,8 @@ final class StepLog {
   private final Path file;
   private final DoubleGauge rewardMean;
   private final DoubleGauge rewardStd;
+  private final DoubleGauge evalReward;
+  private final DoubleGauge evalAccuracy;
   private final DoubleGauge kl;
   private final DoubleGauge loss;
   private final DoubleGauge clipFraction;
@@ -47,6 +49,10 @@ final class StepLog {
     this.rewardMean = meter.gaugeBuilder(StepMetricNames.REWARD_MEAN).setDescription("mean reward of the step").build();
     this.rewardStd = meter.gaugeBuilder(StepMetricNames.REWARD_STD)
         .setDescription("standard deviation of the step's rewards").build();
+    this.evalReward = meter.gaugeBuilder(StepMetricNames.EVAL_REWARD).setDescription("mean reward on the eval set")
+        .build();
+    this.evalAccuracy = meter.gaugeBuilder(StepMetricNames.EVAL_ACCURACY)
+        .setDescription("share of eval completions at or above eval.pass_threshold").build();
     this.kl = meter.gaugeBuilder(StepMetricNames.KL).setDescription("k3 KL to the reference policy").build();
     this.loss = meter.gaugeBuilder(StepMetricNames.LOSS).setDescription("GRPO loss of the update").build();
     this.clipFraction = meter.gaugeBuilder(StepMetricNames.CLIP_FRACTION)
@@ -76,6 +82,10 @@ final class StepLog {
       Attributes step = Attributes.of(RavelAttributes.ALGORITHM_MODE, m.mode());
       rewardMean.set(m.rewardMean(), step);
       rewardStd.set(m.rewardStd(), step);
+      if (m.eval() != null) {
+        evalReward.set(m.eval().reward(), step);
+        evalAccuracy.set(m.eval().accuracy(), step);
+      }
       kl.set(m.kl(), step);
       loss.set(m.loss(), step);
       clipFraction.set(m.clipFraction(), step);

@@ -74,13 +74,19 @@ final class Steps {
    * the whole step) on its span, in the history and to the listener.
    */
   StepRecord finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls) {
+    return finish(s, step, t, clock, dropped, rayCalls, null);
+  }
+
+  /** As above, with the eval set's scores of a step that evaluated (null otherwise). */
+  StepRecord finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls,
+      StepRecord.Eval eval) {
     double elapsed = clock.elapsed();
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
     StepRecord m = new StepRecord((int) number(step), settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
         t.outcome().loss(),
         t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
-        s.spanContext().getTraceId());
+        s.spanContext().getTraceId(), eval);
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge());

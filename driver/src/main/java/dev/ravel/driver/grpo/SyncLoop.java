@@ -76,6 +76,17 @@ final class SyncLoop {
           TrainOutcome update = lastUpdate;
           calls += clock.time(Phase.REFIT, () -> actors.refit(update));
         }
+        Evaluation eval = settings.data() == null ? null : settings.data().eval();
+        dev.ravel.telemetry.runs.StepRecord.Eval scores = null;
+        if (eval != null && eval.at(step)) { // the weights the step serves, on the held-out prompts
+          scores = clock.time(Phase.EVALUATION, () -> eval.run(step,
+              requests -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
+                g.set(RavelAttributes.GENERATION_MODE, "eval").set(RavelAttributes.WEIGHT_VERSION, version)
+                    .set(RavelAttributes.NUM_REQUESTS, (long) requests.size());
+                return generate(requests);
+              }), actors.failover::score));
+          calls += Math.min(actors.workers.size(), eval.prompts().rows().size()) + 1;
+        }
         List<GenerationResult> results = clock.time(Phase.GENERATION,
             () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
               g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, version)
@@ -93,7 +104,7 @@ final class SyncLoop {
         TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
         lastUpdate = t.outcome();
         version = lastUpdate.version();
-        steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls(step));
+        steps.finish(s, step, t, clock, 0, calls + trainPhase.rayCalls(step), scores);
       } catch (RuntimeException | Error e) {
         s.error(e); // the failed step's span says so, with the exception as an event
         throw e;

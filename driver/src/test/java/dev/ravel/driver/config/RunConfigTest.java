@@ -87,11 +87,28 @@ final class RunConfigTest {
   }
 
   @Test
-  void load_emptyOrCommentedOutFileAndEmptySectionGiveDefaults() throws IOException {
-    assertThat(RunConfig.load(yaml(""), List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
-    assertThat(RunConfig.load(yaml("# grpo:\n#   steps: 5\n"), List.of("grpo.group_size=4"), Map.of()).get(Keys.GROUP_SIZE)).isEqualTo(4);
-    assertThat(RunConfig.load(yaml("---\n"), List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
+  void load_emptyOrCommentedOutFileIsAnErrorAnEmptySectionGivesDefaults() throws IOException {
+    for (String text : List.of("", "# grpo:\n#   steps: 5\n", "---\n")) {
+      Path file = yaml(text);
+      assertThat(assertConfigError(() -> RunConfig.load(file, List.of(), Map.of()), file.toString()).getMessage())
+          .contains("the config file is empty");
+    }
     assertThat(RunConfig.load(yaml("grpo:\n"), List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
+    assertThat(RunConfig.load(null, List.of(), Map.of()).get(Keys.STEPS)).isEqualTo(30);
+  }
+
+  @Test
+  void load_aQuotedNumberOrBooleanIsRefusedNamingTheKeyAndTheType() throws IOException {
+    assertThat(assertConfigError(() -> RunConfig.load(yaml("grpo:\n  kl_beta: \"0.04\"\n"), List.of(), Map.of()),
+        "grpo.kl_beta").getMessage()).isEqualTo("grpo.kl_beta: expected a number, got the text '0.04' (in YAML a quoted"
+        + " value is text: write it without quotes)");
+    assertConfigError(() -> RunConfig.load(yaml("grpo:\n  steps: '5'\n"), List.of(), Map.of()), "grpo.steps");
+    assertConfigError(() -> RunConfig.load(yaml("generation:\n  refit: 'true'\n"), List.of(), Map.of()),
+        "generation.refit");
+    // the command line types its values as YAML scalars do: numbers are numbers there
+    assertThat(RunConfig.load(null, List.of("grpo.kl_beta=0.04", "grpo.steps=5"), Map.of()).get(Keys.KL_BETA))
+        .isEqualTo(0.04);
+    assertConfigError(() -> RunConfig.load(null, List.of("grpo.steps=five"), Map.of()), "grpo.steps");
   }
 
   @Test
@@ -414,7 +431,7 @@ final class RunConfigTest {
         .containsEntry("run.mode", "sync")
         .containsEntry("generation.backend", "embedded")
         .containsEntry("cluster.worker_heap_mb", 512);
-    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|trainer|model|data|reward|grpo)\\.[a-z_]+"));
+    assertThat(flat.keySet()).allSatisfy(k -> assertThat(k).matches("(run|cluster|generation|trainer|model|data|reward|eval|grpo)\\.[a-z_]+"));
   }
 
   @Test

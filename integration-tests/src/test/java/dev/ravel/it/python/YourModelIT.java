@@ -73,7 +73,8 @@ final class YourModelIT {
     RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 900, "run", example(), "model.path=" + model,
         "data.train=[" + train + "]", "reward.function=it_rewards:first_answer", "reward.code_path=[" + code + "]",
         "run.mode=" + mode, "grpo.steps=" + n, "grpo.checkpoint_every=20", "telemetry.run_id=" + id,
-        "telemetry.runs_dir=" + runs);
+        "telemetry.runs_dir=" + runs, mode.equals("sync") ? "data.eval=[" + train + "]" : "data.eval=[]",
+        mode.equals("sync") ? "grpo.eval_every=10" : "grpo.eval_every=0");
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     assertThat(r.stdout()).contains("ravel: 25 prompts from " + train + "; reward it_rewards:first_answer");
     Path runDir = runs.resolve(id);
@@ -86,6 +87,17 @@ final class YourModelIT {
     System.out.printf("your model, data and reward, %s: reward first 3 steps %.3f, last 3 steps %.3f%n", mode, first,
         last);
     assertThat(last - first).isGreaterThan(0.3);
+    if (mode.equals("sync")) { // the 25 rows, greedily, at steps 1, 11, 21 and 31
+      List<StepRecord> evaluated = steps.stream().filter(s -> s.eval() != null).toList();
+      assertThat(evaluated).extracting(StepRecord::step).containsExactly(1, 11, 21, 31);
+      assertThat(evaluated).allSatisfy(s -> assertThat(s.eval().completions()).isEqualTo(25));
+      double before = evaluated.get(0).eval().accuracy();
+      double after = evaluated.get(3).eval().accuracy();
+      System.out.printf("your model, eval accuracy (greedy, 25 prompts): step 1 %.2f, step 31 %.2f%n", before, after);
+      assertThat(after - before).isGreaterThan(0.3);
+      assertThat(steps.get(0).phases()).containsKey("eval");
+      assertThat(RunTraces.readDir(runDir).named("rl.grpo.evaluate")).hasSize(4);
+    }
     @SuppressWarnings("unchecked")
     Map<String, Object> data = (Map<String, Object>) record.details().get("data");
     assertThat(data).containsEntry("prompts", 25).containsEntry("dropped_too_long", 0)

@@ -22,6 +22,8 @@ public enum SpanGroup {
   TRAINING,
   /** The checkpointing phase. */
   CHECKPOINT,
+  /** Evaluation on the eval set ({@link dev.ravel.telemetry.spans.Phase#EVALUATION}). */
+  EVAL,
   /** The span each actor opens for a call it serves ({@code rl.worker.generate}, ...). */
   WORKER,
   /** Time spent waiting (the idle phases). */

@@ -25,6 +25,11 @@ import java.util.stream.Collectors;
  * {@link Builder#build()} with a {@link ConfigException} that names the key.
  */
 public final class TelemetryConfig {
+  /** Where run folders go when neither {@code telemetry.runs_dir} nor {@code RAVEL_TELEMETRY_RUNS_DIR} says. */
+  public static final String DEFAULT_RUNS_DIR = "runs";
+  /** The environment variable of {@code telemetry.runs_dir}. */
+  public static final String RUNS_DIR_ENV = "RAVEL_TELEMETRY_RUNS_DIR";
+
   /** Prefix of the environment variables that override the YAML section (and carry it to workers). */
   public static final String ENV_PREFIX = "RAVEL_TELEMETRY_";
 
@@ -385,7 +390,7 @@ public final class TelemetryConfig {
     private String runId;
     private String serviceName = "ravel";
     private Map<String, String> resourceAttributes = new LinkedHashMap<>();
-    private Path runsDir = Path.of("runs");
+    private Path runsDir = Path.of(DEFAULT_RUNS_DIR);
     private List<String> envPassthrough = new ArrayList<>();
     private Duration shutdownTimeout = Duration.ofSeconds(5);
     private final Map<String, String> origin = new LinkedHashMap<>();

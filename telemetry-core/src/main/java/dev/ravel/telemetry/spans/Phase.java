@@ -15,6 +15,7 @@ import java.util.Optional;
 public enum Phase {
   DATA_PROCESSING(SpanNames.GRPO_DATA_PROCESSING, SpanGroup.DATA, "data", Bucket.OVERHEAD),
   REFIT(SpanNames.GRPO_REFIT, SpanGroup.REFIT, "refit", Bucket.OVERHEAD),
+  EVALUATION(SpanNames.GRPO_EVALUATE, SpanGroup.EVAL, "eval", Bucket.OVERHEAD),
   GENERATION(SpanNames.GRPO_GENERATION, SpanGroup.GENERATION, "gen", Bucket.PRODUCTIVE),
   REWARD(SpanNames.GRPO_REWARD, SpanGroup.REWARD, "reward", Bucket.PRODUCTIVE),
   LOGPROBS(SpanNames.GRPO_LOGPROBS, SpanGroup.TRAINING, "logprobs", Bucket.PRODUCTIVE),

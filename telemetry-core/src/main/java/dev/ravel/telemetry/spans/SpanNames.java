@@ -17,6 +17,8 @@ public final class SpanNames {
   public static final String GRPO_ADVANTAGE = "rl.grpo.advantage_calculation";
   public static final String GRPO_TRAINING = "rl.grpo.policy_training";
   public static final String GRPO_CHECKPOINT = "rl.grpo.checkpointing";
+  /** The eval set generated and scored with the weights the step serves ({@code grpo.eval_every}). */
+  public static final String GRPO_EVALUATE = "rl.grpo.evaluate";
   /** The prefix of every idle span; time under one counts as idle in goodput. */
   public static final String IDLE_PREFIX = "rl.idle.";
   public static final String IDLE_BUFFER_STARVATION = "rl.idle.buffer_starvation";

@@ -16,6 +16,10 @@ public final class StepMetricNames {
 
   /** Gauge: the mean reward of the step's trajectories. */
   public static final String REWARD_MEAN = "rl.step.reward.mean";
+  /** Gauge: the mean reward on the eval set, at the steps that evaluated ({@code grpo.eval_every}). */
+  public static final String EVAL_REWARD = "rl.eval.reward";
+  /** Gauge: the share of eval completions whose reward reached {@code eval.pass_threshold}. */
+  public static final String EVAL_ACCURACY = "rl.eval.accuracy";
   /** Gauge: the population standard deviation of the step's rewards. */
   public static final String REWARD_STD = "rl.step.reward.std";
   /** Gauge: the k3 estimate of KL(policy || reference) of the step's update. */

@@ -11,7 +11,7 @@ final class PhaseTest {
   @Test
   void values_areInPipelineOrderWithTheirSpanNames() {
     assertThat(Arrays.stream(Phase.values()).map(Phase::spanName).toList()).containsExactly(
-        "rl.grpo.data_processing", "rl.grpo.refit", "rl.grpo.generation", "rl.grpo.reward_calculation",
+        "rl.grpo.data_processing", "rl.grpo.refit", "rl.grpo.evaluate", "rl.grpo.generation", "rl.grpo.reward_calculation",
         "rl.grpo.policy_and_reference_logprobs", "rl.grpo.advantage_calculation", "rl.grpo.policy_training",
         "rl.grpo.checkpointing", "rl.idle.buffer_starvation", "rl.idle.refit_bubble");
   }
@@ -20,7 +20,7 @@ final class PhaseTest {
   void bucket_learningIsProductiveWaitingIsIdleTheRestOverhead() {
     assertThat(List.of(Phase.GENERATION, Phase.REWARD, Phase.LOGPROBS, Phase.ADVANTAGE, Phase.TRAINING))
         .allSatisfy(p -> assertThat(p.bucket()).isEqualTo(Bucket.PRODUCTIVE));
-    assertThat(List.of(Phase.DATA_PROCESSING, Phase.REFIT, Phase.CHECKPOINTING))
+    assertThat(List.of(Phase.DATA_PROCESSING, Phase.REFIT, Phase.EVALUATION, Phase.CHECKPOINTING))
         .allSatisfy(p -> assertThat(p.bucket()).isEqualTo(Bucket.OVERHEAD));
     assertThat(List.of(Phase.BUFFER_STARVATION, Phase.REFIT_BUBBLE))
         .allSatisfy(p -> assertThat(p.bucket()).isEqualTo(Bucket.IDLE));

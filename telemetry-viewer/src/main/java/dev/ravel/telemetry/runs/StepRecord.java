@@ -26,10 +26,34 @@ import java.util.Map;
  * @param droppedForAge trajectories discarded as too old while gathering this step's batch (async)
  * @param rayCalls actor calls issued for this step (by the driver, and in async mode by the collector)
  * @param traceId the step's trace
+ * @param eval the eval set's scores with the weights the step served, when the step evaluated ({@code null}
+ *     otherwise)
  */
 public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
     double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
-    long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
+    long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Eval eval) {
+  /**
+   * How the policy did on the eval set ({@code data.eval}).
+   *
+   * @param reward the mean reward of the eval completions
+   * @param accuracy the share of eval completions whose reward reached {@code eval.pass_threshold}
+   * @param completions how many completions were scored
+   */
+  public record Eval(double reward, double accuracy, int completions) {}
+
+  /** A step that did not evaluate. */
+  public StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
+      double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
+      long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
+    this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null);
+  }
+
+  /** This step with its eval scores. */
+  public StepRecord withEval(Eval e) {
+    return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
+        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, e);
+  }
   static final ObjectMapper JSON = new ObjectMapper()
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
