@@ -124,6 +124,7 @@ def test_dropped_spans_are_counted_and_add_up_once_flushed(tmp_path, monkeypatch
     s = t.stats()
     assert (s.ended, s.exported, s.failed, s.dropped) == (5, 4, 0, 1)
     assert s.exported + s.failed + s.dropped == s.ended
+    assert s.exporters == {"file": {"exported": 4, "failed": 0, "dropped": 1}}  # per exporter, as Java counts
     names = [x["name"] for x in read_spans(t.span_file)]  # which queued span the full queue gave up is the SDK's
     assert len(names) == len(set(names)) == 4 and {"s0", "s1"} <= set(names) <= {f"s{i}" for i in range(5)}
 
@@ -182,6 +183,8 @@ def test_otlp_http_export_with_headers_and_gzip(tmp_path):
         assert req.resource_spans[0].scope_spans[0].spans[0].name == "over-http"
         assert [s["name"] for s in read_spans(t.span_file)] == ["over-http"]
         assert t.stats().exported == 2  # once per exporter, as the Java counters count
+        assert set(t.stats().exporters) == {"file", "otlp"}
+        assert all(c["exported"] == 1 for c in t.stats().exporters.values())
         t.shutdown()
     finally:
         server.shutdown()

@@ -85,16 +85,17 @@ class JsonLinesSpanExporter(SpanExporter):
 class _Counter(Protocol):
     """What a counting exporter adds its counts to (the process's span counters)."""
 
-    def add(self, key: str, n: int = 1) -> int: ...
+    def add(self, key: str, n: int = 1, exporter: str | None = None) -> int: ...
 
 
 class _CountingExporter(SpanExporter):
-    """Counts what its exporter exported and what failed."""
+    """Counts what its exporter exported and what failed, under the exporter's name (``file``, ``otlp``)."""
 
-    def __init__(self, delegate: SpanExporter, destination: str, counts: _Counter) -> None:
+    def __init__(self, delegate: SpanExporter, destination: str, counts: _Counter, name: str = "") -> None:
         self.delegate = delegate
         self.destination = destination
         self._counts = counts
+        self.name = name or destination.split(" ")[0].lower()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
@@ -103,9 +104,9 @@ class _CountingExporter(SpanExporter):
             LOG.warning("span export to %s failed: %s", self.destination, e)
             result = SpanExportResult.FAILURE
         if result == SpanExportResult.SUCCESS:
-            self._counts.add("exported", len(spans))
+            self._counts.add("exported", len(spans), self.name)
         else:
-            total = self._counts.add("failed", len(spans))
+            total = self._counts.add("failed", len(spans), self.name)
             LOG.warning("span export to %s failed for %d span(s) (%d failed so far)", self.destination,
                         len(spans), total)
         return result

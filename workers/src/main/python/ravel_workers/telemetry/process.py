@@ -46,20 +46,31 @@ def _sdk_version() -> str:
 
 
 class _Counts:
-    """Thread-safe span counters."""
+    """Thread-safe span counters: the process's totals, and exported/failed per exporter (``file``, ``otlp``).
 
-    def __init__(self) -> None:
+    The exporters share one batch processor, so a span it drops is dropped for each of them.
+    """
+
+    def __init__(self, exporters: tuple[str, ...] = ()) -> None:
         self._lock = threading.Lock()
         self._values = {"ended": 0, "exported": 0, "failed": 0, "dropped": 0}
+        self._per: dict[str, dict[str, int]] = {e: {"exported": 0, "failed": 0} for e in exporters}
 
-    def add(self, key: str, n: int = 1) -> int:
+    def add(self, key: str, n: int = 1, exporter: str | None = None) -> int:
         with self._lock:
             self._values[key] += n
+            if exporter is not None:
+                per = self._per.setdefault(exporter, {"exported": 0, "failed": 0})
+                per[key] += n
+                return per[key]
             return self._values[key]
 
     def snapshot(self) -> ExportStats:
         with self._lock:
-            return ExportStats(**self._values)
+            dropped = self._values["dropped"]
+            per = {e: {"exported": c["exported"], "failed": c["failed"], "dropped": dropped}
+                   for e, c in self._per.items()}
+            return ExportStats(**self._values, exporters=per)
 
 
 class _EndCounter(SpanProcessor):
@@ -112,7 +123,9 @@ class ProcessTelemetry:
         self.settings = settings
         self.role = role
         self.pid = os.getpid()
-        self._counts = _Counts()
+        self._counts = _Counts(tuple(e for e, on in (("file", settings.exporter in ("file", "both")),
+                                                     ("otlp", settings.exporter in ("otlp", "both")))
+                                     if on and settings.enabled))
         self._closed = False
         self._lock = threading.Lock()
         attrs: dict[str, Any] = dict(settings.resource_attributes)  # the user's first: Ravel's own keys win
@@ -143,10 +156,10 @@ class ProcessTelemetry:
         if settings.exporter in ("file", "both"):
             self.span_file = settings.run_dir / f"traces-{role}-{self.pid}.jsonl"
             exporters.append(_CountingExporter(JsonLinesSpanExporter(self.span_file), f"file {self.span_file}",
-                                               self._counts))
+                                               self._counts, "file"))
         if settings.exporter in ("otlp", "both"):
             cfg = otlp or OtlpConfig()
-            exporters.append(_CountingExporter(otlp_exporter(cfg), f"OTLP {cfg.endpoint}", self._counts))
+            exporters.append(_CountingExporter(otlp_exporter(cfg), f"OTLP {cfg.endpoint}", self._counts, "otlp"))
         if exporters:
             exporter = exporters[0] if len(exporters) == 1 else _CompositeExporter(exporters)
             processor = BatchSpanProcessor(exporter, max_queue_size=max_queue_size,

@@ -273,19 +273,25 @@ class EngineStats:
 
 @dataclass(frozen=True)
 class ExportStats:
-    """A process's span counts: ended (sampled spans ended), exported, failed, dropped."""
+    """A process's span counts: ended (sampled spans ended), exported, failed, dropped (over every exporter), and
+    per exporter (``file``, ``otlp``) what it exported, failed and dropped, as the Java counters report them."""
 
     ended: int = 0
     exported: int = 0
     failed: int = 0
     dropped: int = 0
+    exporters: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> ExportStats:
-        return cls(**{f.name: int(d.get(f.name, 0)) for f in dataclasses.fields(cls)})
+        per = d.get("exporters") or {}
+        return cls(ended=int(d.get("ended", 0)), exported=int(d.get("exported", 0)), failed=int(d.get("failed", 0)),
+                   dropped=int(d.get("dropped", 0)),
+                   exporters={str(k): {c: int(v.get(c, 0)) for c in ("exported", "failed", "dropped")}
+                              for k, v in per.items()})
 
 
 @dataclass(frozen=True)

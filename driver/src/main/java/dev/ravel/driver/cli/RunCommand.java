@@ -169,8 +169,18 @@ final class RunCommand implements Callable<Integer> {
       }
     }
     if (status == RunRecord.Status.INTERRUPTED) {
-      System.out.printf("%nrun %s interrupted (SIG%s) after %d steps; go on with: ravel run %s --resume %s%n", runId,
-          signalled.get(), (from == null ? 0 : from.completedSteps()) + steps.size(), args.configFile, runId);
+      int done = (from == null ? 0 : from.completedSteps()) + steps.size();
+      java.util.Optional<dev.ravel.driver.grpo.Checkpoints.Found> ckpt =
+          dev.ravel.driver.grpo.Checkpoints.latest(config.telemetry().runDir());
+      if (ckpt.isPresent() && ckpt.get().meta().step() == done && ckpt.get().meta().weightsSha256() != null) {
+        System.out.printf("%nrun %s interrupted (SIG%s) after %d steps; go on with: ravel run %s --resume %s%n",
+            runId, signalled.get(), done, args.configFile, runId);
+      } else { // say why the hint would not be true rather than print it
+        System.out.printf("%nrun %s interrupted (SIG%s) after %d steps; it cannot be resumed: %s%n", runId,
+            signalled.get(), done, ckpt.isEmpty() ? "no step completed a checkpoint"
+                : ckpt.get().meta().weightsSha256() == null ? "a Python trainer's checkpoint holds no optimizer state yet"
+                : "its newest checkpoint is of step " + ckpt.get().meta().step());
+      }
       return Signals.exitCode(signalled.get());
     }
     double seconds = steps.stream().mapToDouble(StepRecord::stepSeconds).sum();

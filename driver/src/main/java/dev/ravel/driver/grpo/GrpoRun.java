@@ -89,11 +89,16 @@ public final class GrpoRun {
         throw new RunInterruptedException(step);
       }
     };
-    if (settings.async()) {
-      async = new AsyncLoop(settings, actors, train, steps, serving, first, beforeStep);
-      async.run();
-    } else {
-      new SyncLoop(settings, actors, train, steps, prompts, serving, first, beforeStep).run();
+    try {
+      if (settings.async()) {
+        async = new AsyncLoop(settings, actors, train, steps, serving, first, beforeStep);
+        async.run();
+      } else {
+        new SyncLoop(settings, actors, train, steps, prompts, serving, first, beforeStep).run();
+      }
+    } catch (RunInterruptedException e) {
+      train.checkpointStopped(); // so that --resume goes on from the last step, whatever grpo.checkpoint_every says
+      throw e;
     }
     return steps.history();
   }

@@ -83,13 +83,35 @@ final class TrainPhase {
       return flat;
     });
     TrainOutcome out = clock.time(Phase.TRAINING, () -> trainer.call(PolicyTrainer::train, batch).get());
+    lastStep = step;
+    lastOutcome = out;
     if (settings.checkpointAfter(step)) {
       clock.time(Phase.CHECKPOINTING, () -> checkpoint(step, out));
+      checkpointed = step;
     }
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
     double mean = Arrays.stream(rewards).average().orElse(0);
     double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
     return new Trained(out, mean, Math.sqrt(var), tokens, batch.size());
+  }
+
+  /** The newest step trained in this attempt (0-based), its update, and the newest step checkpointed. */
+  private int lastStep = -1;
+  private TrainOutcome lastOutcome;
+  private int checkpointed = -1;
+
+  /**
+   * A stopped run's checkpoint: after SIGINT or SIGTERM the run ends after the step in progress, and that step is
+   * checkpointed unless it was already, so {@code --resume} goes on from it. Returns the checkpoint folder, or
+   * null when no step was trained in this attempt.
+   */
+  Path checkpointStopped() {
+    if (lastOutcome == null || checkpointed == lastStep) {
+      return lastOutcome == null ? null : Checkpoints.stepFolder(runDir, lastStep + 1);
+    }
+    Path dir = checkpoint(lastStep, lastOutcome);
+    checkpointed = lastStep;
+    return dir;
   }
 
   /** The checkpoint after step {@code step}: the trainer's state file, then the folder completed. */

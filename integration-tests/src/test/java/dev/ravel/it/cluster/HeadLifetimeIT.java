@@ -96,6 +96,14 @@ final class HeadLifetimeIT {
         assertThat(traces.named("rl.grpo.step")).hasSizeGreaterThanOrEqualTo(steps);
         assertThat(Files.readString(run.out())).contains("interrupted (SIG" + signal + ") after " + steps + " steps; go on with:");
         assertThat(run.process.exitValue()).isEqualTo(signal.equals("TERM") ? 143 : 130);
+        // the hint is true: the stopped step was checkpointed (grpo.checkpoint_every is 0 here), and the run goes on
+        String id = runDirs.get(0).getFileName().toString();
+        RavelCommand.Result resumed = RavelCommand.run(TestEnv.clean(), 300, "run",
+            home().resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=" + (steps + 2),
+            "telemetry.runs_dir=" + tmp.resolve("runs"), "--resume", id);
+        assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
+        assertThat(resumed.stdout()).contains("resumed after step " + steps).contains("succeeded: 2 steps");
+        assertThat(Files.readAllLines(runDirs.get(0).resolve("steps.jsonl"))).hasSize(steps + 2);
       }
     } finally {
       run.stop();

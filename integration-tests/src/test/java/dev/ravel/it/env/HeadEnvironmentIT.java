@@ -67,12 +67,22 @@ final class HeadEnvironmentIT {
       Process driver = pb.start();
       int gcsPort;
       long headPid = -1;
+      String headStart = "";
       List<Proc> seen;
       try {
         Matcher m = RavelCommand.awaitOutput(out, driver, HEAD_PID, "step   3/", 240);
         gcsPort = Integer.parseInt(m.group(1));
         headPid = Long.parseLong(m.group(2));
+        headStart = Procs.startTime(headPid).orElse("");
 
+        // no process bin/ravel started holds the header but the driver JVM that reads it (bin/ravel execs it:
+        // its PID is the command's): not the stderr filter, not the head's supervisor, not the head
+        List<Proc> belowDriver = descendantsOf(driver.pid()).stream().filter(p -> p.pid() != driver.pid()).toList();
+        assertThat(belowDriver).as("the stderr filter and the head run below the driver")
+            .anyMatch(p -> p.cmdline().contains("awk"));
+        for (Proc p : belowDriver) {
+          assertThat(p.environ()).as("environment of %s, a descendant of the driver", p).doesNotContain(token);
+        }
         seen = descendantsOf(headPid);
         assertThat(seen).extracting(Proc::cmdline).anyMatch(c -> c.contains("raylet"))
             .anyMatch(c -> c.contains("gcs_server"));
@@ -96,7 +106,7 @@ final class HeadEnvironmentIT {
           driver.destroy();
           driver.waitFor(30, TimeUnit.SECONDS);
         }
-        stopLeftover(headPid);
+        stopLeftover(headPid, headStart);
       }
       String stdout = Files.readString(out, StandardCharsets.UTF_8);
       String stderr = Files.readString(err, StandardCharsets.UTF_8);
@@ -117,13 +127,11 @@ final class HeadEnvironmentIT {
   }
 
   /** After a failure: the head the driver started, if it outlived the driver, and its processes, by PID. */
-  private static void stopLeftover(long headPid) {
-    if (headPid > 0) {
-      ProcessHandle.of(headPid).ifPresent(h -> {
-        h.descendants().forEach(ProcessHandle::destroyForcibly);
-        h.destroyForcibly();
-      });
-    }
+  private static void stopLeftover(long headPid, String headStart) {
+    Procs.same(headPid, headStart).ifPresent(h -> { // only while the PID still names the head it recorded
+      h.descendants().forEach(ProcessHandle::destroyForcibly);
+      h.destroyForcibly();
+    });
   }
 
   /** A self-signed certificate for 127.0.0.1 (its own CA) in a PKCS#12 store; returns the PEM of the CA. */

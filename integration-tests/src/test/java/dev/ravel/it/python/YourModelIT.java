@@ -107,6 +107,18 @@ final class YourModelIT {
 
     RunTraces traces = RunTraces.readDir(runDir);
     assertThat(traces.problems()).isEmpty();
+    // the final account adds up over every process, Python ones per exporter as Java ones: every span ended
+    // was exported to the file, and the folder holds exactly those
+    @SuppressWarnings("unchecked")
+    Map<String, Object> spans = (Map<String, Object>) ((Map<String, Object>) record.details().get("telemetry"))
+        .get("spans");
+    @SuppressWarnings("unchecked")
+    Map<String, Map<String, Number>> exporters = (Map<String, Map<String, Number>>) spans.get("exporters");
+    assertThat(exporters).containsOnlyKeys("file");
+    assertThat(exporters.get("file").get("exported").longValue()).isEqualTo(((Number) spans.get("ended")).longValue())
+        .isEqualTo(traces.spans().size());
+    assertThat(r.stdout()).contains("spans: " + traces.spans().size() + " ended = " + traces.spans().size()
+        + " exported + 0 failed + 0 dropped (file)");
     TraceQuality quality = TraceQuality.of(traces.spans());
     assertThat(quality.generationCoverage()).isEqualTo(1.0);
     assertThat(quality.connectedness()).isEqualTo(1.0);

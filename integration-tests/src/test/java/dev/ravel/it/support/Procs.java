@@ -82,6 +82,20 @@ public final class Procs {
     }
   }
 
+  /**
+   * A handle on the process {@code pid} names, only while it is still the one started at {@code startTime} (as
+   * {@link #startTime} read it when the PID was recorded): the one way the tests signal a PID they recorded
+   * earlier, since {@code pid_max} is small and a PID is given to another process within minutes. The JDK's
+   * handle then checks that start time again on each signal.
+   */
+  public static Optional<ProcessHandle> same(long pid, String startTime) {
+    if (pid <= 0 || startTime == null || startTime.isEmpty()) {
+      return Optional.empty();
+    }
+    Optional<ProcessHandle> h = ProcessHandle.of(pid);
+    return h.isPresent() && startTime(pid).map(startTime::equals).orElse(false) ? h : Optional.empty();
+  }
+
   /** A process's command line (arguments joined by spaces), if it still runs. */
   public static Optional<String> cmdline(long pid) throws IOException {
     return read(pid, "cmdline", ' ');

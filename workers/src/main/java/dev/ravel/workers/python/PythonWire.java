@@ -189,7 +189,14 @@ public final class PythonWire implements CrossLanguageCodec {
       return engineStats(n);
     }
     if (type == ExportStats.class) {
-      return new ExportStats(num(n, "ended"), num(n, "exported"), num(n, "failed"), num(n, "dropped"));
+      JsonNode per = n.path("exporters");
+      if (!per.isObject() || per.isEmpty()) { // a worker with no exporter (telemetry off), or of an older wire
+        return new ExportStats(num(n, "ended"), num(n, "exported"), num(n, "failed"), num(n, "dropped"));
+      }
+      java.util.Map<String, ExportStats.Sent> sent = new java.util.LinkedHashMap<>();
+      per.fields().forEachRemaining(e -> sent.put(e.getKey(), new ExportStats.Sent(num(e.getValue(), "exported"),
+          num(e.getValue(), "failed"), num(e.getValue(), "dropped"))));
+      return new ExportStats(num(n, "ended"), sent);
     }
     if (type == LogProbSummary.class) {
       return new LogProbSummary(real(n, "policy"), real(n, "reference"), real(n, "kl"), num(n, "tokens"));

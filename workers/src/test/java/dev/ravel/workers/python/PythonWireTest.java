@@ -51,6 +51,19 @@ class PythonWireTest {
   }
 
   @Test
+  void decode_exportStatsPerExporterAsTheJavaCountersKeepThem() throws Exception {
+    dev.ravel.telemetry.sdk.ExportStats s = (dev.ravel.telemetry.sdk.ExportStats) WIRE.decode(JSON.readTree(
+        "{\"ended\":5,\"exported\":8,\"failed\":1,\"dropped\":1,\"exporters\":{\"file\":{\"exported\":4,"
+        + "\"failed\":0,\"dropped\":1},\"otlp\":{\"exported\":4,\"failed\":1,\"dropped\":1}}}"),
+        dev.ravel.telemetry.sdk.ExportStats.class);
+
+    assertThat(s.ended()).isEqualTo(5);
+    assertThat(s.exporters()).containsOnlyKeys("file", "otlp");
+    assertThat(s.exporters().get("file")).isEqualTo(new dev.ravel.telemetry.sdk.ExportStats.Sent(4, 0, 1));
+    assertThat(s.exporters().get("otlp")).isEqualTo(new dev.ravel.telemetry.sdk.ExportStats.Sent(4, 1, 1));
+  }
+
+  @Test
   void decode_scoresAsDoublesAndANonNumberNamed() throws Exception {
     assertThat((double[]) WIRE.decode(JSON.readTree("[1.0, 0, 0.5]"), double[].class)).containsExactly(1.0, 0.0, 0.5);
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> WIRE.decode(JSON.readTree("[1.0, \"x\"]"), double[].class))
