@@ -82,7 +82,7 @@ public final class GrpoRun {
     ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
     ModelWeights serving = resume == null ? initial : resume.state().weights();
     actors = GrpoActors.create(session, settings, initial, resume == null ? null : resume.state(), eos);
-    TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig);
+    TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig, eos);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
       if (stopRequested) {

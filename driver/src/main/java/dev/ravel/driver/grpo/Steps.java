@@ -86,10 +86,11 @@ final class Steps {
         t.outcome().loss(),
         t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
-        s.spanContext().getTraceId(), eval);
+        s.spanContext().getTraceId(), t.completions(), eval);
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
-        .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge());
+        .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge())
+        .set(RavelAttributes.COMPLETIONS_CLIPPED, (long) t.completions().clipped());
     history.add(m);
     lastWeights = t.outcome().weights();
     if (log != null) {

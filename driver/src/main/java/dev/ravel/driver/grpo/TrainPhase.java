@@ -31,7 +31,17 @@ final class TrainPhase {
    * The trainer writes its own checkpoints (a Java trainer its weights and optimizer state, a Python trainer
    * its weights) into the run's checkpoint folder ({@link Checkpoints}); the driver completes each.
    */
+  /** The end-of-sequence token: a completion of the full length without it was cut. */
+  private final int eos;
+
   TrainPhase(RavelActorHandle<PolicyTrainer> trainer, GrpoSettings settings, Path runDir, Map<String, Object> config) {
+    this(trainer, settings, runDir, config, dev.ravel.workers.model.CharTokenizer.arithmetic().eos());
+  }
+
+  /** As above, for a tokenizer whose end of sequence is {@code eos}. */
+  TrainPhase(RavelActorHandle<PolicyTrainer> trainer, GrpoSettings settings, Path runDir, Map<String, Object> config,
+      int eos) {
+    this.eos = eos;
     this.trainer = trainer;
     this.settings = settings;
     this.runDir = runDir;
@@ -51,7 +61,8 @@ final class TrainPhase {
   }
 
   /** What a step's update gave: the new weights (or their version) and the numbers the step reports. */
-  record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories) {}
+  record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories,
+      dev.ravel.telemetry.runs.StepRecord.Completions completions) {}
 
   /**
    * Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups.
@@ -92,7 +103,25 @@ final class TrainPhase {
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
     double mean = Arrays.stream(rewards).average().orElse(0);
     double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
-    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size());
+    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size(), completions(batch));
+  }
+
+  /** The batch's completion lengths: a completion of {@code max_new_tokens} tokens without the EOS was cut. */
+  private dev.ravel.telemetry.runs.StepRecord.Completions completions(List<Trajectory> batch) {
+    int max = 0;
+    int clipped = 0;
+    long sum = 0;
+    int limit = settings.sampling().maxTokens();
+    for (Trajectory t : batch) {
+      int[] c = t.completion();
+      sum += c.length;
+      max = Math.max(max, c.length);
+      if (c.length >= limit && (c.length == 0 || c[c.length - 1] != eos)) {
+        clipped++;
+      }
+    }
+    return new dev.ravel.telemetry.runs.StepRecord.Completions(batch.isEmpty() ? 0 : (double) sum / batch.size(), max,
+        clipped);
   }
 
   /** The newest step trained in this attempt (0-based), its update, and the newest step checkpointed. */

@@ -253,11 +253,17 @@ final class GrpoLoopsTest {
     assertThat(m.rayCalls()).isEqualTo(WORKERS + 1 + 3 /* log-probs, train, checkpoint */); // no refit before step 0
     assertThat(m.phases()).containsOnlyKeys("data", "generation", "reward", "training", "checkpoint");
     assertThat(m.tokens()).isPositive();
+    // completion lengths add up to the step's tokens; a completion is cut only at the token budget
+    assertThat(m.completions().meanTokens() * m.trajectories()).isCloseTo((double) m.tokens(),
+        org.assertj.core.data.Offset.offset(1e-6));
+    assertThat(m.completions().maxTokens()).isBetween(1, s.sampling().maxTokens());
+    assertThat(m.completions().clipped()).isBetween(0, m.trajectories());
     assertThat(steps.history()).containsExactly(m);
 
     SpanData root = only(SpanNames.GRPO_STEP);
     assertThat(root.getAttributes().get(RavelAttributes.ALGORITHM_MODE)).isEqualTo("sync");
     assertThat(root.getAttributes().get(RavelAttributes.NUM_TRAJECTORIES)).isEqualTo((long) PROMPTS * GROUP);
+    assertThat(root.getAttributes().get(RavelAttributes.COMPLETIONS_CLIPPED)).isEqualTo((long) m.completions().clipped());
     assertThat(root.getTraceId()).isEqualTo(m.traceId());
     List<SpanData> children = childrenOf(root);
     assertThat(children).extracting(SpanData::getName).containsExactly(Phase.DATA_PROCESSING.spanName(),

@@ -82,6 +82,10 @@ final class YourModelIT {
     RunRecord record = RunRecord.read(runDir).orElseThrow();
     List<StepRecord> steps = record.stepMetrics();
     assertThat(steps).hasSize(n);
+    assertThat(steps).allSatisfy(s -> { // completion lengths, within the token budget (grpo.max_new_tokens: 4)
+      assertThat(s.completions().maxTokens()).isBetween(1, 4);
+      assertThat(s.completions().clipped()).isBetween(0, s.trajectories());
+    });
     double first = steps.subList(0, 3).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
     double last = steps.subList(n - 3, n).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
     System.out.printf("your model, data and reward, %s: reward first 3 steps %.3f, last 3 steps %.3f%n", mode, first,

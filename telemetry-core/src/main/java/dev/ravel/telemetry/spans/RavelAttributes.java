@@ -58,6 +58,8 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> DROPPED_TRAJECTORIES = AttributeKey.longKey("rl.dropped_trajectories");
   /** Groups of a step whose rewards were all equal, so their advantages (and their learning signal) are zero. */
   public static final AttributeKey<Long> FLAT_GROUPS = AttributeKey.longKey("rl.grpo.flat_groups");
+  /** On a step: its completions cut at {@code grpo.max_new_tokens} before they ended. */
+  public static final AttributeKey<Long> COMPLETIONS_CLIPPED = AttributeKey.longKey("rl.completion.clipped");
   /** Mean reward of a step's batch. */
   public static final AttributeKey<Double> REWARD_MEAN = AttributeKey.doubleKey("rl.reward.mean");
 

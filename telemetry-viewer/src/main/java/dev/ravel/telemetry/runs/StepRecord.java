@@ -26,12 +26,23 @@ import java.util.Map;
  * @param droppedForAge trajectories discarded as too old while gathering this step's batch (async)
  * @param rayCalls actor calls issued for this step (by the driver, and in async mode by the collector)
  * @param traceId the step's trace
+ * @param completions how long the step's completions were, and how many hit {@code grpo.max_new_tokens}
  * @param eval the eval set's scores with the weights the step served, when the step evaluated ({@code null}
  *     otherwise)
  */
 public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
     double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
-    long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Eval eval) {
+    long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
+    Eval eval) {
+  /**
+   * The lengths of a step's completions.
+   *
+   * @param meanTokens the mean completion length in tokens (EOS included)
+   * @param maxTokens the longest
+   * @param clipped completions cut at {@code grpo.max_new_tokens} before they ended (no EOS)
+   */
+  public record Completions(double meanTokens, int maxTokens, int clipped) {}
+
   /**
    * How the policy did on the eval set ({@code data.eval}).
    *
@@ -46,13 +57,13 @@ public record StepRecord(int step, String mode, double rewardMean, double reward
       double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
       long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
     this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
-        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null);
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null);
   }
 
   /** This step with its eval scores. */
   public StepRecord withEval(Eval e) {
     return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
-        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, e);
+        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e);
   }
   static final ObjectMapper JSON = new ObjectMapper()
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
