@@ -32,6 +32,8 @@ public final class Procs {
           }
         } catch (NoSuchFileException e) {
           // ended meanwhile
+        } catch (IOException e) {
+          // ended while its stat was read (ESRCH, "No such process"): it is not alive either
         }
       }
     }
