@@ -1,5 +1,6 @@
 package dev.ravel.driver.cluster;
 
+import dev.ravel.telemetry.process.ProcessIdentity;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -95,27 +96,26 @@ public final class LocalRayHead implements AutoCloseable {
     return process.isAlive();
   }
 
-  /** Stops the head (SIGTERM to its own PID, then its remaining descendants by PID); bounded. */
+  /**
+   * Stops the head (SIGTERM to its own PID, then its remaining descendants by PID); bounded. Each process is
+   * signalled only while its PID still names the process recorded ({@link ProcessIdentity}).
+   */
   @Override
   public void close() {
     if (!process.isAlive()) {
       return;
     }
-    List<ProcessHandle> descendants = process.descendants().toList();
+    List<ProcessIdentity> descendants = ProcessIdentity.descendants(process.toHandle());
     process.destroy();
     if (!awaitExit(process.toHandle(), 30)) {
       LOG.warn("ray head {} did not stop within 30 s; killing it", process.pid());
       process.destroyForcibly();
       awaitExit(process.toHandle(), 10);
     }
-    for (ProcessHandle p : descendants) {
-      if (p.isAlive()) {
-        p.destroy();
-      }
-    }
-    for (ProcessHandle p : descendants) {
-      if (!awaitExit(p, 10)) {
-        p.destroyForcibly();
+    descendants.forEach(ProcessIdentity::terminate);
+    for (ProcessIdentity p : descendants) {
+      if (!p.awaitExit(10_000)) {
+        p.kill();
       }
     }
   }
@@ -138,18 +138,7 @@ public final class LocalRayHead implements AutoCloseable {
    * the PID alone).
    */
   static String ownStartTime() {
-    return startTime("self");
-  }
-
-  /** Field 22 of {@code /proc/<pid>/stat} (the process's start time), or "" where it cannot be read. */
-  static String startTime(String pid) {
-    try {
-      String stat = Files.readString(Path.of("/proc", pid, "stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
-      return f.length > 19 ? f[19] : "";
-    } catch (IOException | RuntimeException e) {
-      return "";
-    }
+    return ProcessIdentity.of(ProcessHandle.current().pid()).map(ProcessIdentity::startTime).orElse("");
   }
 
   private static long rayPid(Path log) {
@@ -324,7 +313,7 @@ public final class LocalRayHead implements AutoCloseable {
         throw new UncheckedIOException(e);
       }
       List<String> supervised = new ArrayList<>(List.of("bash", "-c", supervisorScript(), "ravel-head-supervisor",
-          String.valueOf(owner.pid()), startTime(String.valueOf(owner.pid())), "--"));
+          String.valueOf(owner.pid()), ProcessIdentity.of(owner.pid()).map(ProcessIdentity::startTime).orElse(""), "--"));
       supervised.addAll(cmd);
       ProcessBuilder pb = new ProcessBuilder(supervised).redirectErrorStream(true).redirectOutput(log.toFile());
       if (base != null) {

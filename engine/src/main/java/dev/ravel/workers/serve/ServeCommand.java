@@ -1,14 +1,20 @@
 package dev.ravel.workers.serve;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import dev.ravel.workers.engine.EngineConfig;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.ModelSpec;
 import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.WeightsFile;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -62,6 +68,20 @@ public final class ServeCommand implements Callable<Integer> {
   @Option(names = "--exit-with-parent", paramLabel = "PID",
       description = "Stop (engine closed, telemetry flushed) when process PID is gone (checked once a second).")
   Long parentPid;
+
+  @Option(names = "--span-counts-dir", paramLabel = "DIR",
+      description = "Once stopped, write this process's span counts (ended; exported, failed, dropped per exporter) "
+          + "as JSON to DIR/inference-server-<pid>" + SPAN_COUNTS_SUFFIX + ", so that whoever launched it can add "
+          + "them to a run's account.")
+  Path spanCountsDir;
+
+  /** How the file of {@code --span-counts-dir} ends, after {@code inference-server-<pid>}. */
+  public static final String SPAN_COUNTS_SUFFIX = ".span-counts.json";
+
+  /** The file a server with PID {@code pid} writes its counts to under {@code --span-counts-dir dir}. */
+  public static Path spanCountsFile(Path dir, long pid) {
+    return dir.resolve("inference-server-" + pid + SPAN_COUNTS_SUFFIX);
+  }
 
   @Option(names = "--telemetry", paramLabel = "KEY=VALUE",
       description = "Telemetry setting overriding the environment (repeatable), e.g. exporter=otlp.")
@@ -133,8 +153,24 @@ public final class ServeCommand implements Callable<Integer> {
     } finally {
       if (t != null) {
         t.close();
+        writeSpanCounts(t.stats());
       }
       stopped.countDown();
+    }
+  }
+
+  /** The counts, whole or not at all: written beside their file and moved onto it. */
+  private void writeSpanCounts(ExportStats stats) {
+    if (spanCountsDir == null) {
+      return;
+    }
+    Path spanCounts = spanCountsFile(spanCountsDir, ProcessHandle.current().pid());
+    try {
+      Path tmp = spanCounts.resolveSibling(spanCounts.getFileName() + ".tmp");
+      Files.writeString(tmp, new ObjectMapper().writeValueAsString(stats.json()), StandardCharsets.UTF_8);
+      Files.move(tmp, spanCounts, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } catch (IOException | RuntimeException e) {
+      System.err.println("ravel serve: cannot write span counts to " + spanCounts + ": " + e);
     }
   }
 

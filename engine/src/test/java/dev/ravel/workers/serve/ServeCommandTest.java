@@ -67,6 +67,53 @@ final class ServeCommandTest {
   }
 
   @Test
+  void serve_spanCounts_writtenOnStopAndEqualToTheSpansInItsFile() throws Exception {
+    Process parent = new ProcessBuilder("sleep", "30").start();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    cmd.out = new PrintStream(out, true, StandardCharsets.UTF_8);
+    Path counts = ServeCommand.spanCountsFile(dir, ProcessHandle.current().pid()); // served in this JVM
+    CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> ServeMain.commandLine(cmd).execute(
+        "--port", "0", "--model-name", "m", "--exit-with-parent", Long.toString(parent.pid()),
+        "--span-counts-dir", dir.toString(), "--telemetry", "runs_dir=" + dir, "--telemetry", "run_id=serve-counts",
+        "--telemetry", "exporter=file", "--telemetry", "engine_tracing=true", "--telemetry",
+        "engine_sample_ratio=1.0"));
+    int port = awaitPort(out, exit);
+    HttpClient client = HttpClient.newHttpClient();
+    for (int i = 0; i < 3; i++) {
+      HttpRequest completion = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/completions"))
+          .header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\"1+2=\",\"max_tokens\":4}"))
+          .build();
+      assertThat(client.send(completion, HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+    }
+    assertThat(counts).as("written only once it stops").doesNotExist();
+
+    parent.destroy();
+    parent.waitFor();
+    assertThat(exit.get(60, TimeUnit.SECONDS)).isZero();
+
+    @SuppressWarnings("unchecked")
+    Map<String, Object> json = TestServer.JSON.readValue(counts.toFile(), Map.class);
+    dev.ravel.telemetry.sdk.ExportStats stats = dev.ravel.telemetry.sdk.ExportStats.fromJson(json);
+    long inFile;
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir.resolve("serve-counts"))) {
+      inFile = files.filter(f -> f.getFileName().toString().startsWith("traces-")).mapToLong(f -> {
+        try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(f)) {
+          return lines.filter(l -> !l.isBlank()).mapToLong(ServeCommandTest::spansInLine).sum();
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }).sum();
+    }
+    assertThat(stats.ended()).as("three requests, each at least its llm_request span").isGreaterThanOrEqualTo(3);
+    assertThat(stats.exporters()).containsOnlyKeys("file");
+    assertThat(stats.exporters().get("file").exported()).isEqualTo(stats.ended()).isEqualTo(inFile);
+    assertThat(stats.addsUp()).isTrue();
+  }
+
+  @Test
   void serve_badInput_exitsWithCode2AndOneLine() {
     ServeCommand cmd = new ServeCommand();
     cmd.env = Map.of();
@@ -132,6 +179,21 @@ final class ServeCommandTest {
     assertThat(c.runId()).isNotBlank();
     assertThat(c.engineTracing()).isTrue();
     assertThat(ServeTelemetry.otlp(env).endpoint().toString()).startsWith("http://127.0.0.1:5999");
+  }
+
+  /** The spans of one OTLP JSON line ({@code {"resourceSpans":[{"scopeSpans":[{"spans":[...]}]}]}}). */
+  private static long spansInLine(String line) {
+    try {
+      long n = 0;
+      for (com.fasterxml.jackson.databind.JsonNode rs : TestServer.JSON.readTree(line).path("resourceSpans")) {
+        for (com.fasterxml.jackson.databind.JsonNode ss : rs.path("scopeSpans")) {
+          n += ss.path("spans").size();
+        }
+      }
+      return n;
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   private static int awaitPort(ByteArrayOutputStream out, CompletableFuture<Integer> exit) throws InterruptedException {

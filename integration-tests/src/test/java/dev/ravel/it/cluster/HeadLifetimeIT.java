@@ -1,5 +1,6 @@
 package dev.ravel.it.cluster;
 
+import dev.ravel.telemetry.process.ProcessIdentity;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.driver.cluster.LocalRayHead;
@@ -212,13 +213,13 @@ final class HeadLifetimeIT {
   }
 
   /**
-   * After a failure: whatever of the head is left, by its process group, each through a handle taken while
-   * it is listed alive (a handle names one process: its PID given to another since is not signalled).
+   * After a failure: whatever of the head is left, by its process group, each by the identity read while it
+   * is listed alive (PID and start time: its PID given to another since is not signalled).
    */
   private static void stopLeftover(long headPid, String headStart) throws IOException {
     if (headPid > 0) {
       for (long pid : headGroup(headPid, headStart)) {
-        ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        ProcessIdentity.of(pid).ifPresent(ProcessIdentity::kill);
       }
     }
   }

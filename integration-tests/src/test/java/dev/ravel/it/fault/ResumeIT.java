@@ -1,5 +1,6 @@
 package dev.ravel.it.fault;
 
+import dev.ravel.telemetry.process.ProcessIdentity;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -71,7 +72,7 @@ final class ResumeIT {
       }
       if (headPid > 0) {
         for (long pid : Procs.group(headPid)) {
-          ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+          ProcessIdentity.of(pid).ifPresent(ProcessIdentity::kill); // listed just now, signalled only if still it
         }
       }
     }

@@ -1,5 +1,6 @@
 package dev.ravel.it.fault;
 
+import dev.ravel.telemetry.process.ProcessIdentity;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.driver.config.RunConfig;
@@ -68,7 +69,7 @@ final class WorkerFaultsIT {
   Path runs;
 
   private record Finished(List<StepRecord> steps, FaultStats faults, long killedPid, String killerNote,
-      ProcessHandle target, long rewardKilledPid, RunTraces traces, CollectorStats collector, BufferStats buffer,
+      ProcessIdentity target, long rewardKilledPid, RunTraces traces, CollectorStats collector, BufferStats buffer,
       RunConfig config) {}
 
   /** One look at the engine thread(s): their CPU ticks so far, and whether one is running (state R). */
@@ -84,16 +85,16 @@ final class WorkerFaultsIT {
     AtomicReference<GrpoRun> run = new AtomicReference<>();
     AtomicLong killed = new AtomicLong(-1);
     AtomicReference<String> killerNote = new AtomicReference<>("the killer was not armed");
-    AtomicReference<ProcessHandle> target = new AtomicReference<>();
+    AtomicReference<ProcessIdentity> target = new AtomicReference<>();
     AtomicBoolean runEnded = new AtomicBoolean();
     AtomicLong rewardKilled = new AtomicLong(-1);
     List<Thread> killers = new ArrayList<>();
     StepListener listener = (m, total) -> {
       if (m.step() == ARMED_AFTER) {
         long pid = run.get().faults().processes().get("generation_worker/1").get(0);
-        // the handle is taken now, while the worker has just served this step: it names that process only,
+        // its identity is taken now, while the worker has just served this step: it names that process only,
         // so the SIGKILL can never reach a later holder of the PID
-        ProcessHandle worker = ProcessHandle.of(pid).orElse(null);
+        ProcessIdentity worker = ProcessIdentity.of(pid).orElse(null);
         target.set(worker);
         // sync: the kill must land inside a generate call, as the exact counts asserted below depend on it;
         // the listener runs on the driver's thread, which the killer watches for the step's generate calls.
@@ -116,7 +117,7 @@ final class WorkerFaultsIT {
       if (m.step() == REWARD_KILLED_AFTER && mode.equals("sync")) {
         // the reward environment, between steps: the next step's score call finds it dead
         long pid = run.get().faults().processes().get("reward_environment").get(0);
-        ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+        ProcessIdentity.of(pid).ifPresent(ProcessIdentity::kill);
         rewardKilled.set(pid);
       }
     };
@@ -146,7 +147,7 @@ final class WorkerFaultsIT {
    * entirely (the killer kept off the CPU until it ended) closes the gate, and the next step's generation is
    * waited for instead. {@code note} says what happened, for when no kill did.
    */
-  private static void killWhileGenerating(ProcessHandle worker, int minTicks, BooleanSupplier gate,
+  private static void killWhileGenerating(ProcessIdentity worker, int minTicks, BooleanSupplier gate,
       BooleanSupplier runEnded, AtomicLong killed, AtomicReference<String> note) {
     long pid = worker.pid();
     note.set("the killer of worker pid " + pid + " is waiting for a generation");
@@ -173,7 +174,7 @@ final class WorkerFaultsIT {
           }
           if (now.running() && now.ticks() - window.getFirst().ticks() >= minTicks
               && (gate == null || gate.getAsBoolean())) {
-            if (worker.destroyForcibly()) {
+            if (worker.kill()) {
               killed.set(pid);
               note.set("worker pid " + pid + " killed while generating");
             } else {

@@ -3,6 +3,7 @@ package dev.ravel.it.serve;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.telemetry.runs.StepRecord;
+import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.it.support.RunMetrics;
 import dev.ravel.telemetry.spans.RavelAttributes;
@@ -57,6 +58,22 @@ final class GrpoOpenAiIT {
     assertThat(run.steps()).hasSize(ASYNC_STEPS)
         .allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(256));
     assertServerSpansNestUnderWorkers(run);
+    assertSpanTotalsEqualTheFolder(run);
+  }
+
+  /**
+   * The run's account covers every process that wrote spans, the launched servers too (each wrote its counts
+   * as it stopped, and its worker added them to its own): every span that ended is in the folder.
+   */
+  private static void assertSpanTotalsEqualTheFolder(GrpoRuns.Finished run) {
+    ExportStats totals = run.session().spanTotals();
+    long inFolder = run.traces().spans().size();
+    long fromServers = run.traces().spans().stream().filter(s -> "inference_server".equals(s.role())).count();
+    assertThat(fromServers).as("the servers' own spans").isPositive();
+    assertThat(run.session().unreportedActors()).isEmpty();
+    assertThat(totals.addsUp()).isTrue();
+    assertThat(totals.ended()).as("spans ended, over the driver, the workers and their servers").isEqualTo(inFolder);
+    assertThat(totals.exporters().get("file").exported()).isEqualTo(inFolder);
   }
 
   @Test
@@ -108,7 +125,7 @@ final class GrpoOpenAiIT {
       assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).as("server pid " + pid).isFalse();
     }
     try (Stream<Path> logs = Files.list(run.config().telemetry().runDir())) {
-      assertThat(logs.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("inference-server-")))
+      assertThat(logs.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("inference-server-") && n.endsWith(".log")))
           .hasSize(WORKERS);
     }
   }

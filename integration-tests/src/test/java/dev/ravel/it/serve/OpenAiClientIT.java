@@ -132,9 +132,9 @@ final class OpenAiClientIT {
     if (!p.isAlive()) {
       return p.exitValue();
     }
-    ProcessHandle.of(p.pid()).ifPresent(ProcessHandle::destroy);
+    p.destroy(); // our own child, not yet reaped: its PID names it still
     if (!p.waitFor(30, TimeUnit.SECONDS)) {
-      ProcessHandle.of(p.pid()).ifPresent(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
       p.waitFor(20, TimeUnit.SECONDS);
       return -1;
     }
@@ -144,7 +144,7 @@ final class OpenAiClientIT {
   @AfterAll
   static void noServerLeft() {
     if (server != null && server.isAlive()) {
-      ProcessHandle.of(server.pid()).ifPresent(ProcessHandle::destroyForcibly);
+      server.destroyForcibly(); // our own child, not yet reaped
     }
   }
 

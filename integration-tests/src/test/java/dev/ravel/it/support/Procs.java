@@ -1,5 +1,6 @@
 package dev.ravel.it.support;
 
+import dev.ravel.telemetry.process.ProcessIdentity;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -75,27 +76,21 @@ public final class Procs {
    * its PID it names one process, where the PID alone may since have been given to another.
    */
   public static Optional<String> startTime(long pid) {
-    try {
-      String stat = Files.readString(Path.of("/proc", String.valueOf(pid), "stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
-      return f.length > 19 ? Optional.of(f[19]) : Optional.empty();
-    } catch (IOException e) {
-      return Optional.empty();
-    }
+    return ProcessIdentity.of(pid).map(ProcessIdentity::startTime);
   }
 
   /**
    * A handle on the process {@code pid} names, only while it is still the one started at {@code startTime} (as
    * {@link #startTime} read it when the PID was recorded): the one way the tests signal a PID they recorded
-   * earlier, since {@code pid_max} is small and a PID is given to another process within minutes. The JDK's
-   * handle then checks that start time again on each signal.
+   * earlier, since {@code pid_max} is small and a PID is given to another process within minutes (see
+   * {@link ProcessIdentity}, which Ravel itself uses). The JDK's handle then checks that start time again on
+   * each signal.
    */
   public static Optional<ProcessHandle> same(long pid, String startTime) {
-    if (pid <= 0 || startTime == null || startTime.isEmpty()) {
+    if (pid <= 0 || startTime == null || startTime.isBlank()) {
       return Optional.empty();
     }
-    Optional<ProcessHandle> h = ProcessHandle.of(pid);
-    return h.isPresent() && startTime(pid).map(startTime::equals).orElse(false) ? h : Optional.empty();
+    return ProcessIdentity.recorded(pid, startTime).handle();
   }
 
   /** A process's command line (arguments joined by spaces), if it still runs. */

@@ -18,6 +18,9 @@ public final class ExportStats implements Serializable {
   /** The name of the counts of a process that does not tell its exporters apart (a Python worker). */
   public static final String ALL_EXPORTERS = "all";
 
+  /** No spans, no exporter: what {@link #plus} leaves unchanged. */
+  public static final ExportStats NONE = new ExportStats(0, Map.of());
+
   private final long ended;
   private final Map<String, Sent> exporters;
 
@@ -112,6 +115,37 @@ public final class ExportStats implements Serializable {
     });
     m.put("exporters", ex);
     return m;
+  }
+
+  /**
+   * Counts as {@link #json()} wrote them (read back from a file another process wrote).
+   *
+   * @throws IllegalArgumentException naming the field that is missing or not a whole number
+   */
+  public static ExportStats fromJson(Map<String, ?> json) {
+    long ended = count(json, "ended", "");
+    Object ex = json.get("exporters");
+    if (!(ex instanceof Map<?, ?> per)) {
+      throw new IllegalArgumentException("exporters: expected an object of counts per exporter, got " + ex);
+    }
+    Map<String, Sent> sent = new LinkedHashMap<>();
+    for (Map.Entry<?, ?> e : per.entrySet()) {
+      if (!(e.getValue() instanceof Map<?, ?> c)) {
+        throw new IllegalArgumentException("exporters." + e.getKey() + ": expected an object, got " + e.getValue());
+      }
+      String at = "exporters." + e.getKey() + ".";
+      sent.put(String.valueOf(e.getKey()), new Sent(count(c, "exported", at), count(c, "failed", at),
+          count(c, "dropped", at)));
+    }
+    return new ExportStats(ended, sent);
+  }
+
+  private static long count(Map<?, ?> m, String key, String at) {
+    Object v = m.get(key);
+    if (v instanceof Number n && n.doubleValue() == n.longValue() && n.longValue() >= 0) {
+      return n.longValue();
+    }
+    throw new IllegalArgumentException(at + key + ": expected a count (a whole number, at least 0), got " + v);
   }
 
   /** {@code 120 ended = 100 exported + 0 failed + 20 dropped (file)}, one clause per exporter. */

@@ -52,4 +52,26 @@ final class ExportStatsTest {
     assertThat(s.addsUp()).isTrue();
     assertThat(s.json()).containsEntry("ended", 7L);
   }
+
+  @Test
+  void fromJson_readsBackWhatJsonWrote() throws Exception {
+    ExportStats s = of(12, new ExportStats.Sent(12, 0, 0), new ExportStats.Sent(7, 2, 3));
+    com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+    @SuppressWarnings("unchecked")
+    Map<String, Object> back = m.readValue(m.writeValueAsString(s.json()), Map.class);
+
+    ExportStats read = ExportStats.fromJson(back);
+
+    assertThat(read.ended()).isEqualTo(12);
+    assertThat(read.exporters()).containsExactlyEntriesOf(s.exporters());
+  }
+
+  @Test
+  void fromJson_badCount_namesTheField() {
+    Map<String, Object> json = Map.of("ended", 3, "exporters", Map.of("file", Map.of("exported", 3, "failed", "0",
+        "dropped", 0)));
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> ExportStats.fromJson(json))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("exporters.file.failed");
+  }
 }

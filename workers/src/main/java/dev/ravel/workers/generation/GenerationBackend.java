@@ -1,5 +1,6 @@
 package dev.ravel.workers.generation;
 
+import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
@@ -27,6 +28,14 @@ public interface GenerationBackend extends AutoCloseable {
 
   /** The engine's counters. */
   EngineStats stats();
+
+  /**
+   * The span counts of the servers this backend launched, as each wrote them when it stopped (after
+   * {@link #close()}); none (zero ended, no exporter) for a backend that launched none.
+   */
+  default ExportStats launchedSpanCounts() {
+    return ExportStats.NONE;
+  }
 
   /** Stops the engine (and any server this backend started). Idempotent. */
   @Override

@@ -81,7 +81,8 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
 
   /**
    * The session's closing call: stops the backend first (a server this worker launched flushes its own
-   * spans as it stops, so they are on disk when the run ends), then flushes this worker's spans.
+   * spans as it stops, so they are on disk when the run ends, and writes its counts), then flushes this
+   * worker's spans. The counts returned are this worker's and its launched servers', together.
    */
   @Override
   public ExportStats flushTelemetry(long timeoutMs) {
@@ -90,6 +91,6 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
     } catch (RuntimeException e) {
       LOG.warn("stopping the generation backend failed: {}", e.toString());
     }
-    return super.flushTelemetry(timeoutMs);
+    return super.flushTelemetry(timeoutMs).plus(backend.launchedSpanCounts());
   }
 }

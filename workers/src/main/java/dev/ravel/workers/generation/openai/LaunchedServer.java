@@ -1,5 +1,9 @@
 package dev.ravel.workers.generation.openai;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.telemetry.process.ProcessIdentity;
+import dev.ravel.telemetry.sdk.ExportStats;
+import dev.ravel.workers.serve.ServeCommand;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -11,6 +15,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
@@ -35,13 +41,15 @@ final class LaunchedServer implements AutoCloseable {
   private final Process process;
   private final String url;
   private final Path log;
+  private final Path spanCounts;
   private final Thread hook;
   private boolean closed;
 
-  private LaunchedServer(Process process, String url, Path log) {
+  private LaunchedServer(Process process, String url, Path log, Path spanCounts) {
     this.process = process;
     this.url = url;
     this.log = log;
+    this.spanCounts = spanCounts;
     this.hook = new Thread(this::stop, "ravel-stop-inference-server-" + process.pid());
     Runtime.getRuntime().addShutdownHook(hook);
   }
@@ -60,6 +68,27 @@ final class LaunchedServer implements AutoCloseable {
   }
 
   /**
+   * The server's span counts as it wrote them when its telemetry stopped ({@code ravel serve --span-counts}),
+   * once {@link #close()} has stopped it; empty for a server from a template (its spans, if any, are its own
+   * to count) or one that could not write them (killed): the run's total then leaves its spans out, and a
+   * warning says so.
+   */
+  synchronized Optional<ExportStats> spanCounts() {
+    if (!closed || spanCounts == null) {
+      return Optional.empty();
+    }
+    try {
+      @SuppressWarnings("unchecked")
+      Map<String, Object> json = new ObjectMapper().readValue(spanCounts.toFile(), Map.class);
+      return Optional.of(ExportStats.fromJson(json));
+    } catch (IOException | IllegalArgumentException e) {
+      LOG.warn("inference server pid {} left no span counts in {} ({}): its spans are in no count", process.pid(),
+          spanCounts, e.getMessage());
+      return Optional.empty();
+    }
+  }
+
+  /**
    * Starts {@code ravel serve} with this JVM's java and Ravel's workers classpath on a free loopback port,
    * with the initial weights in {@code weights}, and waits until it listens and answers {@code /health}.
    */
@@ -70,7 +99,9 @@ final class LaunchedServer implements AutoCloseable {
         "--weights", weights.toString(), "--kv-token-budget", String.valueOf(kvTokenBudget),
         "--max-running-requests", String.valueOf(maxRunningRequests),
         "--exit-with-parent", String.valueOf(ProcessHandle.current().pid())));
-    return start(cmd, null, logDir, timeout, healthCheck);
+    cmd.add("--span-counts-dir");
+    cmd.add(logDir.toString());
+    return start(cmd, null, true, logDir, timeout, healthCheck);
   }
 
   /**
@@ -85,11 +116,11 @@ final class LaunchedServer implements AutoCloseable {
       cmd.add(part.replace("{port}", String.valueOf(port)).replace("{host}", "127.0.0.1")
           .replace("{model}", modelName));
     }
-    return start(cmd, "http://127.0.0.1:" + port, logDir, timeout, healthCheck);
+    return start(cmd, "http://127.0.0.1:" + port, false, logDir, timeout, healthCheck);
   }
 
-  private static LaunchedServer start(List<String> cmd, String knownUrl, Path logDir, Duration timeout,
-      Consumer<String> healthCheck) {
+  private static LaunchedServer start(List<String> cmd, String knownUrl, boolean countsSpans, Path logDir,
+      Duration timeout, Consumer<String> healthCheck) {
     Path log;
     Process p;
     try {
@@ -118,7 +149,7 @@ final class LaunchedServer implements AutoCloseable {
         if (url != null) {
           try {
             healthCheck.accept(url);
-            server = new LaunchedServer(p, url, log);
+            server = new LaunchedServer(p, url, log, countsSpans ? ServeCommand.spanCountsFile(logDir, p.pid()) : null);
             LOG.info("inference server pid {} ready at {} (log {})", p.pid(), url, log);
             return server;
           } catch (IllegalStateException notYet) {
@@ -213,7 +244,7 @@ final class LaunchedServer implements AutoCloseable {
   }
 
   private static void stopProcess(Process p) {
-    List<ProcessHandle> descendants = p.descendants().toList();
+    List<ProcessIdentity> descendants = ProcessIdentity.descendants(p.toHandle());
     p.destroy();
     try {
       if (!p.waitFor(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -225,6 +256,6 @@ final class LaunchedServer implements AutoCloseable {
       Thread.currentThread().interrupt();
       p.destroyForcibly();
     }
-    descendants.stream().filter(ProcessHandle::isAlive).forEach(ProcessHandle::destroyForcibly);
+    descendants.forEach(ProcessIdentity::kill); // each only while its PID still names the process recorded
   }
 }

@@ -1,5 +1,6 @@
 package dev.ravel.workers.generation.openai;
 
+import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.telemetry.spans.EngineNames;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.engine.FinishReason;
@@ -196,6 +197,11 @@ public final class OpenAiBackend implements GenerationBackend {
   /** The servers' base URLs. */
   public List<String> servers() {
     return clients.stream().map(ServerClient::baseUrl).toList();
+  }
+
+  @Override
+  public synchronized ExportStats launchedSpanCounts() {
+    return launched == null || !closed ? ExportStats.NONE : launched.spanCounts().orElse(ExportStats.NONE);
   }
 
   /** The PID of the server this backend launched, or -1. */

@@ -48,11 +48,15 @@ class LaunchedServerTest {
       health().accept(s.url());
       assertThat(s.log()).isEqualTo(dir.resolve("inference-server-" + pid + ".log"));
       assertThat(Files.readString(s.log())).contains("ravel serve: listening on " + s.url());
+      assertThat(s.spanCounts()).as("none before it stopped").isEmpty();
     } finally {
       s.close();
     }
     awaitGone(pid);
     assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).isFalse();
+    // it wrote its span counts as it stopped, and they add up
+    assertThat(dir.resolve("inference-server-" + pid + ".span-counts.json")).exists();
+    assertThat(s.spanCounts()).hasValueSatisfying(c -> assertThat(c.addsUp()).isTrue());
   }
 
   @Test
