@@ -36,13 +36,9 @@ final class ServeCommandTest {
   void serve_exitWithParent_stopsOnceTheParentIsGone() throws Exception {
     Process parent = new ProcessBuilder("sleep", "30").start();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    ServeCommand cmd = new ServeCommand();
-    cmd.env = Map.of();
-    cmd.out = new PrintStream(out, true, StandardCharsets.UTF_8);
     Path weights = WeightsFile.write(dir.resolve("w.bin"), TestServer.weights().withVersion(5));
-    CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> ServeMain.commandLine(cmd).execute(
-        "--port", "0", "--model-name", "m", "--weights", weights.toString(), "--exit-with-parent",
-        Long.toString(parent.pid()), "--telemetry", "exporter=none", "--telemetry", "enabled=false"));
+    CompletableFuture<Integer> exit = serve(out, "--port", "0", "--model-name", "m", "--weights", weights.toString(), "--exit-with-parent",
+        Long.toString(parent.pid()), "--telemetry", "exporter=none", "--telemetry", "enabled=false");
     int port = awaitPort(out, exit);
     HttpClient client = HttpClient.newHttpClient();
     HttpRequest health = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health")).build();
@@ -70,15 +66,11 @@ final class ServeCommandTest {
   void serve_spanCounts_writtenOnStopAndEqualToTheSpansInItsFile() throws Exception {
     Process parent = new ProcessBuilder("sleep", "30").start();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    ServeCommand cmd = new ServeCommand();
-    cmd.env = Map.of();
-    cmd.out = new PrintStream(out, true, StandardCharsets.UTF_8);
     Path counts = ServeCommand.spanCountsFile(dir, ProcessHandle.current().pid()); // served in this JVM
-    CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> ServeMain.commandLine(cmd).execute(
-        "--port", "0", "--model-name", "m", "--exit-with-parent", Long.toString(parent.pid()),
+    CompletableFuture<Integer> exit = serve(out, "--port", "0", "--model-name", "m", "--exit-with-parent", Long.toString(parent.pid()),
         "--span-counts-dir", dir.toString(), "--telemetry", "runs_dir=" + dir, "--telemetry", "run_id=serve-counts",
         "--telemetry", "exporter=file", "--telemetry", "engine_tracing=true", "--telemetry",
-        "engine_sample_ratio=1.0"));
+        "engine_sample_ratio=1.0");
     int port = awaitPort(out, exit);
     HttpClient client = HttpClient.newHttpClient();
     for (int i = 0; i < 3; i++) {
@@ -194,6 +186,14 @@ final class ServeCommandTest {
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  /** {@code ravel serve args} in this JVM, its listening line into {@code out}; its exit code when it ends. */
+  private static CompletableFuture<Integer> serve(ByteArrayOutputStream out, String... args) {
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    cmd.out = new PrintStream(out, true, StandardCharsets.UTF_8);
+    return CompletableFuture.supplyAsync(() -> ServeMain.commandLine(cmd).execute(args));
   }
 
   private static int awaitPort(ByteArrayOutputStream out, CompletableFuture<Integer> exit) throws InterruptedException {
