@@ -10,6 +10,7 @@ thread-safe, so they may run as threaded actors (``max_concurrency > 1``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -23,7 +24,17 @@ from opentelemetry import context as otel_context
 
 from . import hf, policy, rewards
 from .engine import TransformersEngine
-from .grpo import completion_logprobs, group_advantages, grpo_loss, pad
+from .grpo import (
+    Measures,
+    advantages,
+    completion_logprobs,
+    completion_logprobs_entropy,
+    grpo_loss,
+    kl_estimate,
+    loss_scales,
+    lr_factor,
+    pad,
+)
 from .role import role_method
 from .telemetry import ProcessTelemetry, process_telemetry
 from .wire import (
@@ -150,6 +161,7 @@ class PolicyTrainerImpl(_Telemetry):
         self.optimizer = torch.optim.AdamW(params, lr=self.grpo.learning_rate, betas=(0.9, 0.99), eps=1e-8,
                                            weight_decay=self.grpo.weight_decay)
         self.version = 0
+        self.optimizer_steps = 0  # the learning-rate schedule's position
         self._lock = threading.RLock()
         self._cache: tuple[list[str], int, torch.Tensor] | None = None
         self._blob: tuple[int, bytes] | None = None
@@ -195,8 +207,7 @@ class PolicyTrainerImpl(_Telemetry):
             self._cache = ([t.request_id for t in batch], self.version, ref)
             tokens = int(mask.sum().item())
             n = max(tokens, 1)
-            delta = (ref - pol) * mask
-            d = (torch.exp(delta) - delta - 1) * mask
+            d = kl_estimate(pol, ref, self.grpo.kl_estimator) * mask
             per_seq = d.sum(dim=1) / mask.sum(dim=1).clamp(min=1)
             return LogProbSummary(policy=float(pol.sum().item() / n), reference=float(ref.sum().item() / n),
                                   kl=float(per_seq.mean().item()), tokens=tokens)
@@ -214,28 +225,78 @@ class PolicyTrainerImpl(_Telemetry):
                 ref = None  # no KL term, so no reference pass (the driver skips the log-probs phase too)
             else:
                 ref = self._reference(batch)
-            advantages = group_advantages([t.reward for t in batch], self.grpo.group_size, self.grpo.advantage_eps)
-            self.model.train()
-            try:
-                pol, mask = self._logprobs(self.model, batch)
-                behaviour, _ = pad([t.logprobs for t in batch], dtype=torch.float32, device=self.device)
-                result = grpo_loss(pol, behaviour, ref, mask,
-                                   torch.tensor(advantages, dtype=torch.float32, device=self.device),
-                                   self.grpo.clip_epsilon, self.grpo.kl_beta)
+            return self._update(batch, ref)
+
+    def _update(self, batch: list[Trajectory], ref: torch.Tensor | None) -> TrainOutcome:
+        """The step's passes (``ppo_epochs``) over its micro-batches (``micro_batch_size``), one optimizer step per
+        pass, as the Java ``GrpoTrainer``: advantages, normalisers and (with TIS) the step's starting log-probs are
+        computed once for the whole batch."""
+        g = self.grpo
+        n = len(batch)
+        behaviour_rows = [list(t.logprobs) for t in batch]
+        ref_rows = None if ref is None else [ref[i, :len(t.completion)].tolist() for i, t in enumerate(batch)]
+        adv = advantages([t.reward for t in batch], g.group_size, behaviour_rows, ref_rows, g)
+        scales = torch.tensor(loss_scales([len(t.completion) for t in batch], adv.kept, g, g.micro_batch_size),
+                              dtype=torch.float32, device=self.device)
+        adv_t = torch.tensor(adv.advantages, dtype=torch.float32, device=self.device)
+        behaviour, _ = pad(behaviour_rows, dtype=torch.float32, device=self.device)
+        old = None
+        if g.tis:
+            with torch.no_grad():
+                old = self._logprobs(self.model, batch)[0].detach()
+        update = adv.kept_count > 0
+        mb = g.micro_batch_size if g.micro_batch_size > 0 else n
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        first_lr = self._learning_rate()
+        measures = Measures()
+        loss_total = 0.0
+        norm_total = 0.0
+        self.model.train()
+        try:
+            for _ in range(g.ppo_epochs):
                 self.optimizer.zero_grad(set_to_none=True)
-                result.loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
-                params = [p for p in self.model.parameters() if p.grad is not None]
-                max_norm = self.grpo.max_grad_norm if self.grpo.max_grad_norm > 0 else float("inf")
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-                if not torch.isfinite(torch.tensor(grad_norm)):
+                for a in range(0, n, mb):
+                    part = batch[a:a + mb]
+                    pol, mask, ent = completion_logprobs_entropy(
+                        self.model, [t.prompt for t in part], [t.completion for t in part], g.temperature, self.device)
+                    w = pol.shape[1]
+                    result = grpo_loss(pol, behaviour[a:a + mb, :w], None if old is None else old[a:a + mb, :w],
+                                       None if ref is None else ref[a:a + mb, :w], mask, adv_t[a:a + mb],
+                                       scales[a:a + mb], g)
+                    if update:
+                        result.loss.backward()  # type: ignore[no-untyped-call]  # torch's backward is unannotated
+                    loss_total += float(result.loss.item())
+                    measures = measures.plus(result.measures).plus(Measures(entropy_sum=float(ent.sum().item())))
+                if not update:
+                    break  # no sequence in the update: no optimizer step (the weights are published unchanged)
+                with_grad = [p for p in params if p.grad is not None]
+                max_norm = g.max_grad_norm if g.max_grad_norm > 0 else float("inf")
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(with_grad, max_norm))
+                if not math.isfinite(grad_norm):
                     raise ValueError(f"grad: global norm is not finite: {grad_norm}")
+                for group in self.optimizer.param_groups:
+                    group["lr"] = self._learning_rate()
                 self.optimizer.step()
-            finally:
-                self.model.eval()
-            self.version += 1
-            return TrainOutcome(version=self.version, loss=float(result.loss.item()), kl=result.kl,
-                                clip_fraction=result.clip_fraction, mean_ratio=result.mean_ratio,
-                                grad_norm=grad_norm, tokens=result.tokens)
+                self.optimizer_steps += 1
+                norm_total += grad_norm
+        finally:
+            self.model.eval()
+        epochs = g.ppo_epochs if update else 0
+        passes = max(1, epochs)
+        self.version += 1
+        return TrainOutcome(
+            version=self.version, loss=loss_total / passes, kl=measures.kl, entropy=measures.entropy,
+            clip_fraction=measures.clip_fraction, clip_low=measures.clip_low, clip_high=measures.clip_high,
+            clip_dual=measures.clip_dual, mean_ratio=measures.mean_ratio, max_ratio=measures.ratio_max,
+            tis_truncated=measures.tis_truncated, grad_norm=norm_total / passes, learning_rate=first_lr,
+            zero_advantage_groups=adv.zero_advantage_groups, kept_sequences=adv.kept_count, epochs=epochs,
+            mean_reward=sum(t.reward for t in batch) / n, tokens=measures.tokens // passes, sequences=n)
+
+    def _learning_rate(self) -> float:
+        """The learning rate of the next optimizer step (``lr_scheduler`` over ``total_steps x ppo_epochs`` steps)."""
+        g = self.grpo
+        return g.learning_rate * lr_factor(self.optimizer_steps, g.warmup_steps * g.ppo_epochs,
+                                           g.total_steps * g.ppo_epochs, g.lr_scheduler)
 
     def weights_blob(self) -> tuple[int, bytes]:
         """The current version and its weights blob (serialised once per version)."""

@@ -91,4 +91,8 @@ TELEMETRY_ENV_PREFIX: Final[str] = CONTRACT["environment"]["telemetry_prefix"]
 OTLP_ENV_PREFIX: Final[str] = CONTRACT["environment"]["otlp_prefix"]
 
 #: GRPO hyper-parameter defaults both trainers share (Java ``GrpoConfig.Builder``).
-GRPO_DEFAULTS: Final[dict[str, float | int]] = dict(CONTRACT["grpo_defaults"])
+GRPO_DEFAULTS: Final[dict[str, float | int | str | bool]] = dict(CONTRACT["grpo_defaults"])
+#: The named choices of the GRPO settings (``loss_type``, ``scale_rewards``, ``kl_estimator``, ``lr_scheduler``).
+GRPO_CHOICES: Final[dict[str, tuple[str, ...]]] = {k: tuple(v) for k, v in CONTRACT["grpo_choices"].items()}
+#: The fields of a trainer's ``TrainOutcome`` on the wire, in order (the Java ``TrainMetrics`` components).
+TRAIN_METRICS: Final[tuple[str, ...]] = tuple(CONTRACT["train_metrics"])

@@ -226,23 +226,39 @@ class LogProbSummary:
 
 @dataclass(frozen=True)
 class TrainOutcome:
-    """One GRPO update: the version of the weights after it, and what it measured."""
+    """One GRPO update: the version of the weights after it, and what it measured (the Java ``TrainMetrics``: the
+    contract's ``train_metrics`` lists the fields in order, and a test holds both sides to it)."""
 
     version: int
     loss: float
     kl: float
+    entropy: float
     clip_fraction: float
+    clip_low: float
+    clip_high: float
+    clip_dual: float
     mean_ratio: float
+    max_ratio: float
+    tis_truncated: float
     grad_norm: float
+    learning_rate: float
+    zero_advantage_groups: int
+    kept_sequences: int
+    epochs: int
+    mean_reward: float
     tokens: int
+    sequences: int
 
     def to_wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> TrainOutcome:
-        return cls(int(d["version"]), float(d["loss"]), float(d["kl"]), float(d["clip_fraction"]),
-                   float(d["mean_ratio"]), float(d["grad_norm"]), int(d["tokens"]))
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = _require(d, f.name, "TrainOutcome")
+            values[f.name] = int(raw) if f.type == "int" else float(raw)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -404,18 +420,47 @@ class GenerationWorkerSpec:
         return spec
 
 
+def _default(name: str) -> Any:
+    return names.GRPO_DEFAULTS[name]
+
+
 @dataclass(frozen=True)
 class GrpoSettings:
-    """The GRPO hyper-parameters the trainer needs (names as in the Java GrpoConfig)."""
+    """The GRPO settings the trainer needs (the Java ``GrpoConfig``; names and defaults are the contract's
+    ``grpo_defaults``, the named choices its ``grpo_choices``). ``from_wire`` checks each and names the bad one."""
 
-    group_size: int = int(names.GRPO_DEFAULTS["group_size"])
-    clip_epsilon: float = float(names.GRPO_DEFAULTS["clip_epsilon"])
-    kl_beta: float = float(names.GRPO_DEFAULTS["kl_beta"])
-    learning_rate: float = float(names.GRPO_DEFAULTS["learning_rate"])
-    weight_decay: float = float(names.GRPO_DEFAULTS["weight_decay"])
-    max_grad_norm: float = float(names.GRPO_DEFAULTS["max_grad_norm"])
-    temperature: float = float(names.GRPO_DEFAULTS["temperature"])
-    advantage_eps: float = float(names.GRPO_DEFAULTS["advantage_eps"])
+    group_size: int = int(_default("group_size"))
+    learning_rate: float = float(_default("learning_rate"))
+    weight_decay: float = float(_default("weight_decay"))
+    max_grad_norm: float = float(_default("max_grad_norm"))
+    temperature: float = float(_default("temperature"))
+    advantage_eps: float = float(_default("advantage_eps"))
+    kl_beta: float = float(_default("kl_beta"))
+    loss_type: str = str(_default("loss_type"))
+    scale_rewards: str = str(_default("scale_rewards"))
+    filter_zero_advantage: bool = bool(_default("filter_zero_advantage"))
+    clip_epsilon_low: float = float(_default("clip_epsilon_low"))
+    clip_epsilon_high: float = float(_default("clip_epsilon_high"))
+    clip_ratio_c: float = float(_default("clip_ratio_c"))
+    kl_estimator: str = str(_default("kl_estimator"))
+    kl_in_reward: bool = bool(_default("kl_in_reward"))
+    ppo_epochs: int = int(_default("ppo_epochs"))
+    micro_batch_size: int = int(_default("micro_batch_size"))
+    lr_scheduler: str = str(_default("lr_scheduler"))
+    warmup_steps: int = int(_default("warmup_steps"))
+    total_steps: int = int(_default("total_steps"))
+    tis_cap: float = float(_default("tis_cap"))
+    max_new_tokens: int = int(_default("max_new_tokens"))
+
+    @property
+    def kl_in_loss(self) -> bool:
+        """Whether the loss has a KL term (a penalty that is not in the reward)."""
+        return self.kl_beta != 0 and not self.kl_in_reward
+
+    @property
+    def tis(self) -> bool:
+        """Whether the ratio is against the trainer's log-probs at the step's start, with a truncated IS weight."""
+        return self.tis_cap > 0
 
     def to_wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -423,11 +468,39 @@ class GrpoSettings:
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> GrpoSettings:
         defaults = cls()
-        g = cls(group_size=int(d.get("group_size", defaults.group_size)),
-                **{f.name: float(d.get(f.name, getattr(defaults, f.name)))
-                   for f in dataclasses.fields(cls) if f.name != "group_size"})
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = d.get(f.name, getattr(defaults, f.name))
+            what = f"grpo.{f.name}"
+            if f.type == "bool":
+                values[f.name] = _bool(raw, what)
+            elif f.type == "str":
+                if raw not in names.GRPO_CHOICES[f.name]:
+                    raise ValueError(f"{what}: unknown value {raw!r} (valid: {', '.join(names.GRPO_CHOICES[f.name])})")
+                values[f.name] = str(raw)
+            elif f.type == "int":
+                if isinstance(raw, bool) or not isinstance(raw, int):
+                    raise ValueError(f"{what}: expected an int, got {raw!r}")
+                values[f.name] = raw
+            else:
+                if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+                    raise ValueError(f"{what}: expected a number, got {raw!r}")
+                values[f.name] = float(raw)
+        g = cls(**values)
         if g.group_size < 1:
             raise ValueError(f"grpo.group_size: must be >= 1, got {g.group_size}")
+        if not 0 < g.clip_epsilon_low < 1:
+            raise ValueError(f"grpo.clip_epsilon_low: must be in (0, 1), got {g.clip_epsilon_low}")
+        if g.clip_epsilon_high < g.clip_epsilon_low:
+            raise ValueError(f"grpo.clip_epsilon_high: {g.clip_epsilon_high} is below clip_epsilon_low "
+                             f"{g.clip_epsilon_low}")
+        if g.clip_ratio_c != 0 and not g.clip_ratio_c > 1:
+            raise ValueError(f"grpo.clip_ratio_c: must be 0 (off) or above 1, got {g.clip_ratio_c}")
+        for name in ("ppo_epochs", "total_steps", "max_new_tokens"):
+            if getattr(g, name) < 1:
+                raise ValueError(f"grpo.{name}: must be >= 1, got {getattr(g, name)}")
+        if g.micro_batch_size < 0 or g.tis_cap < 0 or not 0 <= g.warmup_steps <= g.total_steps:
+            raise ValueError("grpo.micro_batch_size, tis_cap: must not be negative; warmup_steps: in [0, total_steps]")
         return g
 
 

@@ -16,6 +16,10 @@ import static dev.ravel.driver.config.Key.oneOf;
 import static dev.ravel.driver.config.Key.seconds;
 
 import dev.ravel.telemetry.config.ConfigException;
+import dev.ravel.workers.grpo.KlEstimator;
+import dev.ravel.workers.grpo.LossType;
+import dev.ravel.workers.grpo.LrSchedule;
+import dev.ravel.workers.grpo.RewardScale;
 import dev.ravel.workers.python.PythonModel;
 import dev.ravel.workers.python.PythonWorkers;
 import java.util.ArrayList;
@@ -160,6 +164,26 @@ public final class Keys {
   public static final Key<String> TRAINER_DEVICE = key("trainer", "device", STRING, "auto",
       oneOf("device", PythonWorkers.DEVICES), "`auto`, `cpu` or `cuda`, as `generation.device`");
 
+  /** {@code trainer.micro_batch_size}. */
+  public static final Key<Integer> MICRO_BATCH_SIZE = key("trainer", "micro_batch_size", INTEGER, 0, notNegative(),
+      "sequences per gradient-accumulation micro-batch; must divide the step's batch (`grpo.prompts_per_step` x"
+          + " `grpo.group_size`); the update equals one full-batch step (0: the whole batch at once)");
+  /** {@code trainer.weight_decay}. */
+  public static final Key<Double> WEIGHT_DECAY = key("trainer", "weight_decay", NUMBER, 0.0, in(0, 10, true),
+      "AdamW's decoupled weight decay");
+  /** {@code trainer.max_grad_norm}. */
+  public static final Key<Double> MAX_GRAD_NORM = key("trainer", "max_grad_norm", NUMBER, 1.0, in(0, 1e9, true),
+      "the gradient is clipped to this global L2 norm before each optimizer step (0: no clipping); the norm before"
+          + " clipping is reported");
+  /** {@code trainer.lr_scheduler}. */
+  public static final Key<String> LR_SCHEDULER = key("trainer", "lr_scheduler", STRING,
+      LrSchedule.CONSTANT.configName(), oneOf("scheduler", names(LrSchedule.values(), LrSchedule::configName)),
+      "`constant`, `linear` (to 0) or `cosine` (to 0) over the run's optimizer steps, after the warmup"
+          + " (transformers' `get_*_schedule_with_warmup`)");
+  /** {@code trainer.warmup_steps}. */
+  public static final Key<Integer> WARMUP_STEPS = key("trainer", "warmup_steps", INTEGER, 0, notNegative(),
+      "steps of linear warmup from 0 at the start of `trainer.lr_scheduler` (at most `grpo.steps`)");
+
   // ---- model ----
 
   /** {@code model.family}. */
@@ -255,10 +279,57 @@ public final class Keys {
       "the optimiser's learning rate");
   /** {@code grpo.clip_epsilon}. */
   public static final Key<Double> CLIP_EPSILON = key("grpo", "clip_epsilon", NUMBER, 0.2, in(0, 1, false),
-      "the PPO-style ratio clip (epsilon)");
+      "the PPO-style ratio clip (epsilon), both sides unless `grpo.clip_epsilon_low`/`_high` are set");
   /** {@code grpo.kl_beta}. */
   public static final Key<Double> KL_BETA = key("grpo", "kl_beta", NUMBER, 0.04, in(0, 100, true),
       "the weight of the KL penalty against the reference policy (beta)");
+  /** {@code grpo.loss_type}. */
+  public static final Key<String> LOSS_TYPE = key("grpo", "loss_type", STRING, LossType.GRPO.configName(),
+      oneOf("loss type", names(LossType.values(), LossType::configName)),
+      "how token objectives become the loss: `grpo` (token mean per sequence, then mean; DeepSeekMath), `bnpo`"
+          + " (token mean per micro-batch; TRL's), `dr_grpo` (token sum / (batch x `grpo.max_new_tokens`); Dr. GRPO),"
+          + " `dapo` (token mean over the step's batch; DAPO)");
+  /** {@code grpo.scale_rewards}. */
+  public static final Key<String> SCALE_REWARDS = key("grpo", "scale_rewards", STRING, RewardScale.GROUP.configName(),
+      oneOf("scale", names(RewardScale.values(), RewardScale::configName)),
+      "what a reward's distance to its group mean is divided by: `group` (the group's std; GRPO), `batch` (the"
+          + " batch's std), `none` (Dr. GRPO)");
+  /** {@code grpo.advantage_eps}. */
+  public static final Key<Double> ADVANTAGE_EPS = key("grpo", "advantage_eps", NUMBER, 1e-6, in(0, 1, false),
+      "added to the standard deviation advantages are divided by");
+  /** {@code grpo.filter_zero_advantage}. */
+  public static final Key<Boolean> FILTER_ZERO_ADVANTAGE = key("grpo", "filter_zero_advantage", BOOLEAN, false,
+      any(), "leave groups whose rewards are all equal out of the update, normaliser included (DAPO's dynamic"
+          + " sampling without its resampling: the batch shrinks); they are counted either way");
+  /** {@code grpo.clip_epsilon_low}. */
+  public static final Key<Double> CLIP_EPSILON_LOW = key("grpo", "clip_epsilon_low", NUMBER, 0.0, in(0, 1, true),
+      "ratios below 1 - this are clipped (0: `grpo.clip_epsilon`)");
+  /** {@code grpo.clip_epsilon_high}. */
+  public static final Key<Double> CLIP_EPSILON_HIGH = key("grpo", "clip_epsilon_high", NUMBER, 0.0, in(0, 10, true),
+      "ratios above 1 + this are clipped (0: `grpo.clip_epsilon`); DAPO's clip-higher sets it above the low one"
+          + " (0.28)");
+  /** {@code grpo.clip_ratio_c}. */
+  public static final Key<Double> CLIP_RATIO_C = key("grpo", "clip_ratio_c", NUMBER, 0.0, (k, v) -> {
+    if (v != 0 && !(v > 1 && v <= 1e6)) {
+      throw new ConfigException(k, "must be 0 (off) or above 1, got " + v);
+    }
+  }, "dual clip for negative advantages: the objective is at least this x the advantage (0: off; verl uses 3)");
+  /** {@code grpo.kl_estimator}. */
+  public static final Key<String> KL_ESTIMATOR = key("grpo", "kl_estimator", STRING, KlEstimator.K3.configName(),
+      oneOf("estimator", names(KlEstimator.values(), KlEstimator::configName)),
+      "the KL estimator: `k1`, `k2`, `k3` (Schulman's) or `low_var_kl` (k3 clamped to 10, verl's)");
+  /** {@code grpo.kl_in_reward}. */
+  public static final Key<Boolean> KL_IN_REWARD = key("grpo", "kl_in_reward", BOOLEAN, false, any(),
+      "take `grpo.kl_beta` x the completion's KL (behaviour against reference) from its reward instead of adding the"
+          + " penalty to the loss");
+  /** {@code grpo.ppo_epochs}. */
+  public static final Key<Integer> PPO_EPOCHS = key("grpo", "ppo_epochs", INTEGER, 1, between(1, 100),
+      "passes over each step's batch, one optimizer step each, the ratio against the behaviour log-probs each time"
+          + " (TRL's `num_iterations`)");
+  /** {@code grpo.tis_cap}. */
+  public static final Key<Double> TIS_CAP = key("grpo", "tis_cap", NUMBER, 0.0, in(0, 1e6, true),
+      "truncated importance sampling for async lag: the ratio is taken against the trainer's log-probs at the step's"
+          + " start and each token weighted by min(pi_old / pi_behaviour, this) (0: off; verl and NeMo-RL use 2)");
   /** {@code grpo.temperature}. */
   public static final Key<Double> TEMPERATURE = key("grpo", "temperature", NUMBER, 1.0, in(0, 10, false),
       "sampling temperature (above 0: at 0 a group's samples are all the same and carry no signal)");
@@ -293,6 +364,10 @@ public final class Keys {
       throw new ConfigException(k, "must not be negative (0: a step's groups split evenly over the generation workers)");
     }
   }, "groups per generate call (0: a step's groups split evenly over the generation workers)");
+
+  private static <E> List<String> names(E[] values, java.util.function.Function<E, String> name) {
+    return java.util.Arrays.stream(values).map(name).toList();
+  }
 
   /** The sections and their keys, in documented order (telemetry, kept by telemetry-core, is not among them). */
   public static Map<String, List<Key<?>>> sections() {
@@ -333,6 +408,9 @@ public final class Keys {
     }
     if (value instanceof Double d && d == Math.rint(d) && !d.isInfinite()) {
       return "`" + (long) (double) d + "`";
+    }
+    if (value instanceof Double d) {
+      return "`" + java.math.BigDecimal.valueOf(d).toPlainString() + "`";
     }
     return "`" + value + "`";
   }

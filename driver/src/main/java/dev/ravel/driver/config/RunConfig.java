@@ -211,6 +211,37 @@ public final class RunConfig {
     }
     validateRuntimes();
     validateData();
+    validateOptimisation();
+  }
+
+  /** The GRPO and optimiser keys that hold together: the clip range, micro-batches and warmup. */
+  private void validateOptimisation() {
+    if (clipEpsilonHigh() < clipEpsilonLow()) {
+      throw new ConfigException(Keys.CLIP_EPSILON_HIGH.dotted(), clipEpsilonHigh() + " is below "
+          + Keys.CLIP_EPSILON_LOW + " (" + clipEpsilonLow() + "): the upper clip must be at least the lower one");
+    }
+    int batch = get(Keys.PROMPTS_PER_STEP) * get(Keys.GROUP_SIZE);
+    int micro = get(Keys.MICRO_BATCH_SIZE);
+    if (micro > 0 && batch % micro != 0) {
+      throw new ConfigException(Keys.MICRO_BATCH_SIZE.dotted(), micro + " does not divide the step's batch of " + batch
+          + " sequences (" + Keys.PROMPTS_PER_STEP + " x " + Keys.GROUP_SIZE + ")");
+    }
+    if (get(Keys.WARMUP_STEPS) > get(Keys.STEPS)) {
+      throw new ConfigException(Keys.WARMUP_STEPS.dotted(), get(Keys.WARMUP_STEPS) + " is more than " + Keys.STEPS
+          + " (" + get(Keys.STEPS) + ")");
+    }
+  }
+
+  /** {@code grpo.clip_epsilon_low}, or {@code grpo.clip_epsilon} where it is 0. */
+  public double clipEpsilonLow() {
+    double low = get(Keys.CLIP_EPSILON_LOW);
+    return low == 0 ? get(Keys.CLIP_EPSILON) : low;
+  }
+
+  /** {@code grpo.clip_epsilon_high}, or {@code grpo.clip_epsilon} where it is 0. */
+  public double clipEpsilonHigh() {
+    double high = get(Keys.CLIP_EPSILON_HIGH);
+    return high == 0 ? get(Keys.CLIP_EPSILON) : high;
   }
 
   /** Your model, data and reward: the Python workers, all three together. */

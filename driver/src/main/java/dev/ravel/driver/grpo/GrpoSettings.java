@@ -5,6 +5,10 @@ import dev.ravel.driver.config.RunConfig;
 import dev.ravel.workers.engine.SamplingParams;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import dev.ravel.workers.grpo.GrpoConfig;
+import dev.ravel.workers.grpo.KlEstimator;
+import dev.ravel.workers.grpo.LossType;
+import dev.ravel.workers.grpo.LrSchedule;
+import dev.ravel.workers.grpo.RewardScale;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.python.PythonModel;
 
@@ -85,8 +89,25 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
     GrpoConfig grpo = GrpoConfig.builder()
         .groupSize(groupSize)
         .promptsPerStep(prompts)
-        .clipEpsilon(config.get(Keys.CLIP_EPSILON))
+        .clipEpsilonLow(config.clipEpsilonLow())
+        .clipEpsilonHigh(config.clipEpsilonHigh())
+        .clipRatioC(config.get(Keys.CLIP_RATIO_C))
         .klBeta(config.get(Keys.KL_BETA))
+        .klEstimator(KlEstimator.parse(config.get(Keys.KL_ESTIMATOR)))
+        .klInReward(config.get(Keys.KL_IN_REWARD))
+        .lossType(LossType.parse(config.get(Keys.LOSS_TYPE)))
+        .scaleRewards(RewardScale.parse(config.get(Keys.SCALE_REWARDS)))
+        .advantageEps(config.get(Keys.ADVANTAGE_EPS))
+        .filterZeroAdvantage(config.get(Keys.FILTER_ZERO_ADVANTAGE))
+        .tisCap(config.get(Keys.TIS_CAP))
+        .ppoEpochs(config.get(Keys.PPO_EPOCHS))
+        .microBatchSize(config.get(Keys.MICRO_BATCH_SIZE))
+        .weightDecay(config.get(Keys.WEIGHT_DECAY))
+        .maxGradNorm(config.get(Keys.MAX_GRAD_NORM))
+        .lrSchedule(LrSchedule.parse(config.get(Keys.LR_SCHEDULER)))
+        .warmupSteps(config.get(Keys.WARMUP_STEPS))
+        .totalSteps(steps)
+        .maxNewTokens(maxNewTokens)
         .learningRate(config.get(Keys.LEARNING_RATE))
         .temperature(sampling.temperature()) // the loss takes log-probs at the temperature sampled at
         .seed(seed)

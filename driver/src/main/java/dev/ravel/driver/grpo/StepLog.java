@@ -39,6 +39,16 @@ final class StepLog {
   private final DoubleGauge loss;
   private final DoubleGauge clipFraction;
   private final DoubleGauge tokensPerSecond;
+  private final DoubleGauge gradNorm;
+  private final DoubleGauge learningRate;
+  private final DoubleGauge entropy;
+  private final DoubleGauge clipSide;
+  private final DoubleGauge ratioMean;
+  private final DoubleGauge ratioMax;
+  private final DoubleGauge tisTruncated;
+  private final DoubleGauge zeroAdvantageGroups;
+  private final DoubleGauge responseLength;
+  private final DoubleGauge clippedShare;
   private final DoubleHistogram duration;
   private final DoubleHistogram phaseDuration;
   private final LongCounter trajectories;
@@ -59,6 +69,24 @@ final class StepLog {
         .setDescription("share of tokens whose ratio was clipped").build();
     this.tokensPerSecond = meter.gaugeBuilder(StepMetricNames.TOKENS_PER_SECOND).setUnit("{token}/s")
         .setDescription("generated tokens per second of generation").build();
+    this.gradNorm = meter.gaugeBuilder(StepMetricNames.GRAD_NORM)
+        .setDescription("global gradient norm of the update before clipping").build();
+    this.learningRate = meter.gaugeBuilder(StepMetricNames.LEARNING_RATE)
+        .setDescription("learning rate of the step's first optimizer step").build();
+    this.entropy = meter.gaugeBuilder(StepMetricNames.ENTROPY)
+        .setDescription("mean entropy of the policy at the sampled completion tokens").build();
+    this.clipSide = meter.gaugeBuilder(StepMetricNames.CLIP_SIDE_FRACTION)
+        .setDescription("share of tokens clipped at the low or high end, or by the dual clip").build();
+    this.ratioMean = meter.gaugeBuilder(StepMetricNames.RATIO_MEAN).setDescription("mean importance ratio").build();
+    this.ratioMax = meter.gaugeBuilder(StepMetricNames.RATIO_MAX).setDescription("largest importance ratio").build();
+    this.tisTruncated = meter.gaugeBuilder(StepMetricNames.TIS_TRUNCATED)
+        .setDescription("share of tokens whose importance weight reached grpo.tis_cap").build();
+    this.zeroAdvantageGroups = meter.gaugeBuilder(StepMetricNames.ZERO_ADVANTAGE_GROUPS).setUnit("{group}")
+        .setDescription("groups whose rewards were all equal (no learning signal)").build();
+    this.responseLength = meter.gaugeBuilder(StepMetricNames.RESPONSE_LENGTH_MEAN).setUnit("{token}")
+        .setDescription("mean completion length").build();
+    this.clippedShare = meter.gaugeBuilder(StepMetricNames.COMPLETIONS_CLIPPED_SHARE)
+        .setDescription("share of completions cut at grpo.max_new_tokens").build();
     this.duration = meter.histogramBuilder(StepMetricNames.DURATION).setUnit("s")
         .setDescription("wall time of the step").build();
     this.phaseDuration = meter.histogramBuilder(StepMetricNames.PHASE_DURATION).setUnit("s")
@@ -90,6 +118,23 @@ final class StepLog {
       loss.set(m.loss(), step);
       clipFraction.set(m.clipFraction(), step);
       tokensPerSecond.set(m.tokensPerSecond(), step);
+      StepRecord.Update u = m.update();
+      if (u != null) {
+        gradNorm.set(u.gradNorm(), step);
+        learningRate.set(u.learningRate(), step);
+        entropy.set(u.entropy(), step);
+        clipSide.set(u.clipLow(), step.toBuilder().put(StepMetricNames.CLIP_SIDE, "low").build());
+        clipSide.set(u.clipHigh(), step.toBuilder().put(StepMetricNames.CLIP_SIDE, "high").build());
+        clipSide.set(u.clipDual(), step.toBuilder().put(StepMetricNames.CLIP_SIDE, "dual").build());
+        ratioMean.set(u.ratioMean(), step);
+        ratioMax.set(u.ratioMax(), step);
+        tisTruncated.set(u.tisTruncated(), step);
+        zeroAdvantageGroups.set(u.zeroAdvantageGroups(), step);
+      }
+      if (m.completions() != null) {
+        responseLength.set(m.completions().meanTokens(), step);
+        clippedShare.set(m.trajectories() == 0 ? 0 : (double) m.completions().clipped() / m.trajectories(), step);
+      }
       duration.record(m.stepSeconds(), step);
       for (Map.Entry<String, Double> p : m.phases().entrySet()) {
         phaseDuration.record(p.getValue(), step.toBuilder().put(StepMetricNames.PHASE, p.getKey()).build());

@@ -82,11 +82,13 @@ final class Steps {
       StepRecord.Eval eval) {
     double elapsed = clock.elapsed();
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
-    StepRecord m = new StepRecord((int) number(step), settings.mode(), t.rewardMean(), t.rewardStd(), t.outcome().kl(),
-        t.outcome().loss(),
-        t.outcome().clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
+    dev.ravel.workers.grpo.TrainMetrics u = t.outcome().metrics();
+    StepRecord m = new StepRecord((int) number(step), settings.mode(), t.rewardMean(), t.rewardStd(), u.kl(), u.loss(),
+        u.clipFraction(), t.tokens(), gen > 0 ? t.tokens() / gen : t.tokens() / Math.max(1e-9, elapsed),
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
-        s.spanContext().getTraceId(), t.completions(), eval);
+        s.spanContext().getTraceId(), t.completions(), eval,
+        new StepRecord.Update(u.gradNorm(), u.learningRate(), u.entropy(), u.clipLow(), u.clipHigh(), u.clipDual(),
+            u.meanRatio(), u.maxRatio(), u.tisTruncated(), u.zeroAdvantageGroups(), u.keptSequences(), u.epochs()));
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge())

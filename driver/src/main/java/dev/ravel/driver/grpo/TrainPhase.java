@@ -88,9 +88,9 @@ final class TrainPhase {
     double[] rewards = batch.stream().mapToDouble(Trajectory::reward).toArray();
     clock.time(Phase.ADVANTAGE, () -> {
       // the trainer applies the same advantages; here they tell how many groups carry no signal
-      long flat = flatGroups(Advantages.groupRelative(rewards, settings.groupSize(), settings.grpo().advantageEps()),
-          settings.groupSize());
-      stepSpan.set(RavelAttributes.FLAT_GROUPS, flat);
+      long flat = flatGroups(Advantages.of(rewards, settings.groupSize(), settings.grpo().scaleRewards(),
+          settings.grpo().advantageEps()), settings.groupSize());
+      stepSpan.set(RavelAttributes.ZERO_ADVANTAGE_GROUPS, flat);
       return flat;
     });
     TrainOutcome out = clock.time(Phase.TRAINING, () -> trainer.call(PolicyTrainer::train, batch).get());

@@ -76,6 +76,17 @@ public final class AdamW {
    * {@link IllegalArgumentException} and leaves params and state unchanged.
    */
   public double step(float[] params, float[] grad) {
+    return step(params, grad, learningRate);
+  }
+
+  /**
+   * As {@link #step(float[], float[])} with the step size {@code lr} for this step (a schedule's value) instead
+   * of the built one.
+   */
+  public double step(float[] params, float[] grad, double lr) {
+    if (!(lr >= 0) || Double.isInfinite(lr)) {
+      throw new IllegalArgumentException("lr must be finite and >= 0, got " + lr);
+    }
     Objects.requireNonNull(params, "params");
     Objects.requireNonNull(grad, "grad");
     if (params.length != m.length || grad.length != m.length) {
@@ -96,7 +107,7 @@ public final class AdamW {
       m[i] = (float) (beta1 * m[i] + (1 - beta1) * g);
       v[i] = (float) (beta2 * v[i] + (1 - beta2) * g * g);
       double update = (m[i] / c1) / (Math.sqrt(v[i] / c2) + eps) + weightDecay * params[i];
-      params[i] = (float) (params[i] - learningRate * update);
+      params[i] = (float) (params[i] - lr * update);
     }
     return norm;
   }

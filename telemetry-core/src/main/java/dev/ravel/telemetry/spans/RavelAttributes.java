@@ -56,8 +56,11 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> LINK_TRAJECTORIES = AttributeKey.longKey("rl.link.trajectories");
   /** Trajectories discarded while gathering a step's batch because their weights were too old. */
   public static final AttributeKey<Long> DROPPED_TRAJECTORIES = AttributeKey.longKey("rl.dropped_trajectories");
-  /** Groups of a step whose rewards were all equal, so their advantages (and their learning signal) are zero. */
-  public static final AttributeKey<Long> FLAT_GROUPS = AttributeKey.longKey("rl.grpo.flat_groups");
+  /**
+   * Groups of a step whose rewards were all equal, so their advantages (and their learning signal) are zero
+   * ({@code grpo.filter_zero_advantage} leaves them out of the update).
+   */
+  public static final AttributeKey<Long> ZERO_ADVANTAGE_GROUPS = AttributeKey.longKey("rl.groups.zero_advantage");
   /** On a step: its completions cut at {@code grpo.max_new_tokens} before they ended. */
   public static final AttributeKey<Long> COMPLETIONS_CLIPPED = AttributeKey.longKey("rl.completion.clipped");
   /** Mean reward of a step's batch. */

@@ -28,6 +28,26 @@ public final class StepMetricNames {
   public static final String LOSS = "rl.step.loss";
   /** Gauge: the share of tokens whose importance ratio was clipped. */
   public static final String CLIP_FRACTION = "rl.step.clip_fraction";
+  /** Gauge: the global gradient norm of the step's update before clipping. */
+  public static final String GRAD_NORM = "rl.step.grad_norm";
+  /** Gauge: the learning rate of the step's first optimizer step. */
+  public static final String LEARNING_RATE = "rl.step.learning_rate";
+  /** Gauge: the mean entropy of the policy's distribution at the sampled completion tokens. */
+  public static final String ENTROPY = "rl.step.entropy";
+  /** Gauge, with {@link #CLIP_SIDE}: the share of tokens clipped at the low or high end, or by the dual clip. */
+  public static final String CLIP_SIDE_FRACTION = "rl.step.clip_fraction.side";
+  /** Gauge: the mean importance ratio of the step's update. */
+  public static final String RATIO_MEAN = "rl.step.ratio.mean";
+  /** Gauge: the largest importance ratio of the step's update. */
+  public static final String RATIO_MAX = "rl.step.ratio.max";
+  /** Gauge: the share of tokens whose importance weight reached {@code grpo.tis_cap}. */
+  public static final String TIS_TRUNCATED = "rl.step.tis_truncated";
+  /** Gauge, {@code {group}}: the step's groups whose rewards were all equal (no learning signal). */
+  public static final String ZERO_ADVANTAGE_GROUPS = "rl.groups.zero_advantage";
+  /** Gauge, {@code {token}}: the mean completion length of the step. */
+  public static final String RESPONSE_LENGTH_MEAN = "rl.completion.length.mean";
+  /** Gauge: the share of the step's completions cut at {@code grpo.max_new_tokens}. */
+  public static final String COMPLETIONS_CLIPPED_SHARE = "rl.completion.clipped_share";
   /** Gauge, {@code {token}/s}: generated tokens per second of generation (of the step when it generated none). */
   public static final String TOKENS_PER_SECOND = "rl.step.tokens_per_second";
   /** Histogram, seconds: the step's wall time. */
@@ -39,6 +59,8 @@ public final class StepMetricNames {
 
   /** The span group a {@link #PHASE_DURATION} point is for ({@code generation}, {@code training}, ...). */
   public static final AttributeKey<String> PHASE = AttributeKey.stringKey("rl.phase");
+  /** {@code low}, {@code high} or {@code dual}, on {@link #CLIP_SIDE_FRACTION}. */
+  public static final AttributeKey<String> CLIP_SIDE = AttributeKey.stringKey("rl.clip.side");
   /** {@code used} or {@code dropped}, on {@link #TRAJECTORIES}. */
   public static final AttributeKey<String> TRAJECTORY_STATE = AttributeKey.stringKey("rl.trajectory.state");
 }

@@ -29,11 +29,33 @@ import java.util.Map;
  * @param completions how long the step's completions were, and how many hit {@code grpo.max_new_tokens}
  * @param eval the eval set's scores with the weights the step served, when the step evaluated ({@code null}
  *     otherwise)
+ * @param update what the policy update measured beyond the loss, KL and clip fraction ({@code null} in lines
+ *     written before it was recorded)
  */
 public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
     double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
     long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
-    Eval eval) {
+    Eval eval, Update update) {
+  /**
+   * What a step's policy update measured (the trainer's {@code TrainMetrics}).
+   *
+   * @param gradNorm the global gradient norm before clipping ({@code trainer.max_grad_norm})
+   * @param learningRate the learning rate of the step's first optimizer step
+   * @param entropy the mean entropy of the policy's distribution at the sampled completion tokens
+   * @param clipLow the share of tokens clipped at {@code 1 - clip_epsilon_low}
+   * @param clipHigh the share clipped at {@code 1 + clip_epsilon_high}
+   * @param clipDual the share held by the dual clip
+   * @param ratioMean the mean importance ratio (to the behaviour policy, or with TIS to the step's start)
+   * @param ratioMax its maximum
+   * @param tisTruncated the share of tokens whose importance weight reached {@code grpo.tis_cap}
+   * @param zeroAdvantageGroups groups whose rewards were all equal (no learning signal)
+   * @param keptSequences sequences in the update ({@code grpo.filter_zero_advantage} drops the others)
+   * @param epochs optimizer steps taken ({@code grpo.ppo_epochs}; 0 when no sequence was kept)
+   */
+  public record Update(double gradNorm, double learningRate, double entropy, double clipLow, double clipHigh,
+      double clipDual, double ratioMean, double ratioMax, double tisTruncated, int zeroAdvantageGroups,
+      int keptSequences, int epochs) {}
+
   /**
    * The lengths of a step's completions.
    *
@@ -57,13 +79,13 @@ public record StepRecord(int step, String mode, double rewardMean, double reward
       double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
       long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
     this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
-        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null);
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null);
   }
 
   /** This step with its eval scores. */
   public StepRecord withEval(Eval e) {
     return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
-        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e);
+        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e, update);
   }
   static final ObjectMapper JSON = new ObjectMapper()
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);

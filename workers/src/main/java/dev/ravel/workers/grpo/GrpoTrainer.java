@@ -114,7 +114,7 @@ public final class GrpoTrainer {
   public synchronized TrainStep train(List<Trajectory> batch) {
     checkBatch(batch);
     if (config.klBeta() == 0) {
-      return step(batch, null);
+      return step(batch, null); // no KL term, no reference pass
     }
     float[][] refs = new float[batch.size()][];
     TinyLm ref = TinyLm.of(reference);
@@ -152,22 +152,96 @@ public final class GrpoTrainer {
   }
 
   private TrainStep step(List<Trajectory> batch, float[][] refLogProbs) {
-    double[] rewards = new double[batch.size()];
-    for (int i = 0; i < rewards.length; i++) {
-      rewards[i] = batch.get(i).reward();
+    int n = batch.size();
+    LossSettings s = config.lossSettings();
+    double[] rewards = new double[n];
+    double[][] behaviour = new double[n][];
+    int[] lengths = new int[n];
+    for (int i = 0; i < n; i++) {
+      Trajectory tr = batch.get(i);
+      rewards[i] = tr.reward();
+      behaviour[i] = doubles(tr.logprobs());
+      lengths[i] = tr.completionLength();
     }
-    double[] advantages = Advantages.groupRelative(rewards, config.groupSize(), config.advantageEps());
-    GrpoLoss.Result r = GrpoLoss.compute(TinyLm.of(current), batch, advantages, refLogProbs, config);
-    double gradNorm = optimizer.step(params, r.gradient());
+    double[][] reference = refLogProbs == null ? null : doubles(refLogProbs);
+    GrpoLoss.Advantaged adv = GrpoLoss.advantages(rewards, config.groupSize(), behaviour, reference, s);
+    double[] scales = GrpoLoss.scales(lengths, adv.kept(), s, config.microBatchSize());
+    float[][] old = null;
+    if (s.truncatedImportanceSampling()) {
+      TinyLm start = TinyLm.of(current);
+      old = new float[n][];
+      for (int i = 0; i < n; i++) {
+        old[i] = completionLogProbs(start, batch.get(i));
+      }
+    }
+    boolean update = adv.keptCount() > 0;
+    int mb = config.microBatchSize() > 0 ? config.microBatchSize() : n;
+    double lr = config.learningRateAt(optimizer.steps());
+    GrpoLoss.Measures measures = GrpoLoss.Measures.NONE;
+    double loss = 0;
+    double gradNorm = 0;
+    for (int epoch = 0; epoch < config.ppoEpochs(); epoch++) {
+      TinyLm policy = TinyLm.of(ModelWeights.of(current.spec(), current.version(), params.clone()));
+      float[] grad = null;
+      for (int from = 0; from < n; from += mb) {
+        int to = Math.min(n, from + mb);
+        GrpoLoss.Result r = GrpoLoss.compute(policy, batch.subList(from, to),
+            java.util.Arrays.copyOfRange(adv.advantages(), from, to), java.util.Arrays.copyOfRange(scales, from, to),
+            reference == null ? null : java.util.Arrays.copyOfRange(refLogProbs, from, to),
+            old == null ? null : java.util.Arrays.copyOfRange(old, from, to), config);
+        grad = grad == null ? r.gradient() : add(grad, r.gradient());
+        loss += r.loss();
+        measures = measures.plus(r.measures());
+      }
+      if (!update) {
+        break; // no sequence in the update: no optimizer step (the weights are published again, unchanged)
+      }
+      gradNorm += optimizer.step(params, grad, config.learningRateAt(optimizer.steps()));
+    }
+    int epochs = update ? config.ppoEpochs() : 0;
     current = ModelWeights.of(current.spec(), current.version() + 1, params.clone());
-    TrainMetrics metrics = new TrainMetrics(current.version(), r.loss(), r.kl(), r.clipFraction(), r.meanRatio(),
-        gradNorm, r.meanReward(), r.tokens(), r.sequences());
+    int passes = Math.max(1, epochs);
+    TrainMetrics metrics = new TrainMetrics(current.version(), loss / passes, measures.kl(), measures.meanEntropy(),
+        measures.clipFraction(), measures.clipLowFraction(), measures.clipHighFraction(), measures.clipDualFraction(),
+        measures.meanRatio(), measures.ratioMax(), measures.truncatedFraction(), gradNorm / passes, lr,
+        adv.zeroAdvantageGroups(), adv.keptCount(), epochs, mean(rewards), measures.tokens() / passes, n);
     return new TrainStep(current, metrics);
+  }
+
+  private static float[] add(float[] into, float[] g) {
+    for (int i = 0; i < into.length; i++) {
+      into[i] += g[i];
+    }
+    return into;
+  }
+
+  private static double mean(double[] x) {
+    double sum = 0;
+    for (double v : x) {
+      sum += v;
+    }
+    return sum / x.length;
+  }
+
+  private static double[] doubles(float[] x) {
+    double[] out = new double[x.length];
+    for (int i = 0; i < x.length; i++) {
+      out[i] = x[i];
+    }
+    return out;
+  }
+
+  private static double[][] doubles(float[][] x) {
+    double[][] out = new double[x.length][];
+    for (int i = 0; i < x.length; i++) {
+      out[i] = doubles(x[i]);
+    }
+    return out;
   }
 
   /** k3 estimator of KL(policy || reference) for one token: {@code exp(ref - pol) - (ref - pol) - 1}. */
   static double k3(double policyLogProb, double referenceLogProb) {
-    return GrpoLoss.k3(policyLogProb, referenceLogProb);
+    return KlEstimator.K3.value(policyLogProb, referenceLogProb);
   }
 
   private float[] completionLogProbs(TinyLm model, Trajectory tr) {

@@ -59,11 +59,16 @@ public final class LogProbs implements Serializable {
     return reference[i].length;
   }
 
-  /**
-   * The k3 estimate of KL(policy || reference), {@code exp(ref - pol) - (ref - pol) - 1}, averaged per
-   * token within a sequence and then over sequences (as in the GRPO loss).
-   */
+  /** {@link #meanKl(KlEstimator)} with the k3 estimator. */
   public double meanKl() {
+    return meanKl(KlEstimator.K3);
+  }
+
+  /**
+   * The {@code estimator}'s estimate of KL(policy || reference), averaged per token within a sequence and then
+   * over sequences (as the step's KL is reported).
+   */
+  public double meanKl(KlEstimator estimator) {
     if (policy.length == 0) {
       return 0;
     }
@@ -71,7 +76,7 @@ public final class LogProbs implements Serializable {
     for (int i = 0; i < policy.length; i++) {
       double seq = 0;
       for (int t = 0; t < policy[i].length; t++) {
-        seq += GrpoTrainer.k3(policy[i][t], reference[i][t]);
+        seq += estimator.value(policy[i][t], reference[i][t]);
       }
       total += seq / policy[i].length;
     }

@@ -12,6 +12,7 @@ import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.engine.RequestStats;
 import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.grpo.TrainMetrics;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.trainer.LogProbSummary;
 import dev.ravel.workers.trainer.TrainOutcome;
@@ -202,8 +203,7 @@ public final class PythonWire implements CrossLanguageCodec {
       return new LogProbSummary(real(n, "policy"), real(n, "reference"), real(n, "kl"), num(n, "tokens"));
     }
     if (type == TrainOutcome.class) {
-      return new TrainOutcome(null, num(n, "version"), real(n, "loss"), real(n, "kl"), real(n, "clip_fraction"),
-          real(n, "mean_ratio"), real(n, "grad_norm"), num(n, "tokens"));
+      return new TrainOutcome(null, trainMetrics(n));
     }
     throw new IllegalArgumentException(type.getTypeName() + " has no wire form for a Python worker");
   }
@@ -276,6 +276,37 @@ public final class PythonWire implements CrossLanguageCodec {
       out[i] = a.get(i).asInt();
     }
     return out;
+  }
+
+  /**
+   * The wire names of {@link TrainMetrics}' components, in order: each component's name in snake case
+   * ({@code clipFraction} is {@code clip_fraction}), as the contract's {@code train_metrics} lists them.
+   */
+  public static List<String> trainMetricsFields() {
+    List<String> out = new java.util.ArrayList<>();
+    for (java.lang.reflect.RecordComponent c : TrainMetrics.class.getRecordComponents()) {
+      out.add(c.getName().replaceAll("([A-Z])", "_$1").toLowerCase(java.util.Locale.ROOT));
+    }
+    return out;
+  }
+
+  /** A {@link TrainMetrics} from its wire form ({@link #trainMetricsFields()}), each field a number. */
+  static TrainMetrics trainMetrics(JsonNode n) {
+    java.lang.reflect.RecordComponent[] components = TrainMetrics.class.getRecordComponents();
+    List<String> names = trainMetricsFields();
+    Object[] values = new Object[components.length];
+    Class<?>[] types = new Class<?>[components.length];
+    for (int i = 0; i < components.length; i++) {
+      types[i] = components[i].getType();
+      String name = names.get(i);
+      values[i] = types[i] == long.class ? (Object) num(n, name)
+          : types[i] == int.class ? (Object) Math.toIntExact(num(n, name)) : (Object) real(n, name);
+    }
+    try {
+      return TrainMetrics.class.getDeclaredConstructor(types).newInstance(values);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot build TrainMetrics: " + e, e);
+    }
   }
 
   private static JsonNode field(JsonNode n, String name) {

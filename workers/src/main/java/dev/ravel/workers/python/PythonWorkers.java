@@ -52,16 +52,39 @@ public final class PythonWorkers {
     o.set("model", model(model));
     o.put("seed", seed);
     o.put("device", device(device));
-    ObjectNode g = o.putObject("grpo");
+    o.set("grpo", grpo(grpo));
+    return o.toString();
+  }
+
+  /**
+   * The trainer's GRPO settings as the Python {@code GrpoSettings} reads them: every {@link GrpoConfig} setting the
+   * loss and the optimiser use, under its snake-case name (the contract's {@code grpo_defaults} keys).
+   */
+  public static ObjectNode grpo(GrpoConfig grpo) {
+    ObjectNode g = JSON.createObjectNode();
     g.put("group_size", grpo.groupSize());
-    g.put("clip_epsilon", grpo.clipEpsilon());
-    g.put("kl_beta", grpo.klBeta());
     g.put("learning_rate", grpo.learningRate());
     g.put("weight_decay", grpo.weightDecay());
     g.put("max_grad_norm", grpo.maxGradNorm());
     g.put("temperature", grpo.temperature());
     g.put("advantage_eps", grpo.advantageEps());
-    return o.toString();
+    g.put("kl_beta", grpo.klBeta());
+    g.put("loss_type", grpo.lossType().configName());
+    g.put("scale_rewards", grpo.scaleRewards().configName());
+    g.put("filter_zero_advantage", grpo.filterZeroAdvantage());
+    g.put("clip_epsilon_low", grpo.clipEpsilonLow());
+    g.put("clip_epsilon_high", grpo.clipEpsilonHigh());
+    g.put("clip_ratio_c", grpo.clipRatioC());
+    g.put("kl_estimator", grpo.klEstimator().configName());
+    g.put("kl_in_reward", grpo.klInReward());
+    g.put("ppo_epochs", grpo.ppoEpochs());
+    g.put("micro_batch_size", grpo.microBatchSize());
+    g.put("lr_scheduler", grpo.lrSchedule().configName());
+    g.put("warmup_steps", grpo.warmupSteps());
+    g.put("total_steps", grpo.totalSteps());
+    g.put("tis_cap", grpo.tisCap());
+    g.put("max_new_tokens", grpo.maxNewTokens());
+    return g;
   }
 
   /**

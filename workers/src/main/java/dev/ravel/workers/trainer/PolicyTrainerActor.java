@@ -4,7 +4,6 @@ import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.grpo.GrpoTrainer;
 import dev.ravel.workers.grpo.LogProbs;
-import dev.ravel.workers.grpo.TrainMetrics;
 import dev.ravel.workers.grpo.TrainStep;
 import dev.ravel.workers.grpo.Trajectory;
 import dev.ravel.workers.model.ModelWeights;
@@ -51,7 +50,7 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
       }
     }
     long n = Math.max(1, tokens);
-    return new LogProbSummary(policy / n, reference / n, lp.meanKl(), tokens);
+    return new LogProbSummary(policy / n, reference / n, lp.meanKl(trainer.config().klEstimator()), tokens);
   }
 
   @Override
@@ -60,8 +59,7 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
         && lastLogProbs.policyVersion() == trainer.weights().version();
     TrainStep step = reuse ? trainer.train(batch, lastLogProbs) : trainer.train(batch);
     lastLogProbs = null;
-    TrainMetrics m = step.metrics();
-    return new TrainOutcome(step.weights(), m.loss(), m.kl(), m.clipFraction(), m.meanRatio(), m.gradNorm(), m.tokens());
+    return new TrainOutcome(step.weights(), step.metrics());
   }
 
   @Override

@@ -20,7 +20,13 @@ final class GrpoConfigTest {
     GrpoConfig c = GrpoConfig.builder().build();
 
     assertThat(c.groupSize()).isEqualTo(8);
-    assertThat(c.clipEpsilon()).isEqualTo(0.2);
+    assertThat(c.clipEpsilonLow()).isEqualTo(0.2);
+    assertThat(c.clipEpsilonHigh()).isEqualTo(0.2);
+    assertThat(c.lossType()).isEqualTo(LossType.GRPO);
+    assertThat(c.scaleRewards()).isEqualTo(RewardScale.GROUP);
+    assertThat(c.klEstimator()).isEqualTo(KlEstimator.K3);
+    assertThat(c.ppoEpochs()).isEqualTo(1);
+    assertThat(c.lrSchedule()).isEqualTo(LrSchedule.CONSTANT);
     assertThat(c.klBeta()).isEqualTo(0.04);
     assertThat(c.temperature()).isEqualTo(1.0);
     assertThat(c.advantageEps()).isEqualTo(1e-6);
@@ -30,7 +36,16 @@ final class GrpoConfigTest {
   static Stream<Arguments> invalid() {
     return Stream.of(
         Arguments.of("groupSize", (UnaryOperator<GrpoConfig.Builder>) b -> b.groupSize(1)),
-        Arguments.of("clipEpsilon", (UnaryOperator<GrpoConfig.Builder>) b -> b.clipEpsilon(0)),
+        Arguments.of("clipEpsilonLow", (UnaryOperator<GrpoConfig.Builder>) b -> b.clipEpsilon(0)),
+        Arguments.of("clipEpsilonHigh", (UnaryOperator<GrpoConfig.Builder>) b -> b.clipEpsilonLow(0.3).clipEpsilonHigh(0.2)),
+        Arguments.of("clipRatioC", (UnaryOperator<GrpoConfig.Builder>) b -> b.clipRatioC(0.5)),
+        Arguments.of("ppoEpochs", (UnaryOperator<GrpoConfig.Builder>) b -> b.ppoEpochs(0)),
+        Arguments.of("microBatchSize", (UnaryOperator<GrpoConfig.Builder>) b -> b.promptsPerStep(3).groupSize(4)
+            .microBatchSize(5)),
+        Arguments.of("warmupSteps", (UnaryOperator<GrpoConfig.Builder>) b -> b.totalSteps(10).warmupSteps(11)),
+        Arguments.of("tisCap", (UnaryOperator<GrpoConfig.Builder>) b -> b.tisCap(-1)),
+        Arguments.of("maxNewTokens", (UnaryOperator<GrpoConfig.Builder>) b -> b.maxNewTokens(0)),
+        Arguments.of("lossType", (UnaryOperator<GrpoConfig.Builder>) b -> b.lossType(null)),
         Arguments.of("klBeta", (UnaryOperator<GrpoConfig.Builder>) b -> b.klBeta(-0.1)),
         Arguments.of("learningRate", (UnaryOperator<GrpoConfig.Builder>) b -> b.learningRate(Double.NaN)),
         Arguments.of("weightDecay", (UnaryOperator<GrpoConfig.Builder>) b -> b.weightDecay(-1)),

@@ -25,10 +25,11 @@ final class GrpoLossTest {
     double[] advantages = Advantages.groupRelative(rewards(batch), 4, 1e-6);
     float[][] refLogProbs = logProbs(ref, batch);
 
-    GrpoLoss.Result r = GrpoLoss.compute(TinyLm.of(policy), batch, advantages, refLogProbs, CONFIG);
+    GrpoLoss.Result r = GrpoLoss.compute(TinyLm.of(policy), batch, advantages, grpoScales(batch), refLogProbs, null,
+        CONFIG);
 
-    assertThat(r.kl()).isPositive(); // the reference differs, so the KL term is exercised
-    assertThat(r.meanRatio()).isNotEqualTo(1.0); // and the importance ratio
+    assertThat(r.measures().kl()).isPositive(); // the reference differs, so the KL term is exercised
+    assertThat(r.measures().meanRatio()).isNotEqualTo(1.0); // and the importance ratio
     float[] p = policy.params().clone();
     float h = 5e-3f;
     for (int k = 0; k < p.length; k++) {
@@ -59,12 +60,11 @@ final class GrpoLossTest {
     }
     double[] advantages = {3, -1, -1, -1}; // sums to 0 over sequences, not over tokens
 
-    GrpoLoss.Result r = GrpoLoss.compute(lm, batch, advantages, logProbs(lm, batch), CONFIG);
+    GrpoLoss.Result r = GrpoLoss.compute(lm, batch, advantages, grpoScales(batch), logProbs(lm, batch), null, CONFIG);
 
     assertThat(r.loss()).isCloseTo(0.0, org.assertj.core.data.Offset.offset(1e-7));
-    assertThat(r.tokens()).isEqualTo(11);
-    assertThat(r.kl()).isZero();
-    assertThat(r.meanReward()).isEqualTo(0.25);
+    assertThat(r.measures().tokens()).isEqualTo(11);
+    assertThat(r.measures().kl()).isZero();
   }
 
   @Test
@@ -77,19 +77,30 @@ final class GrpoLossTest {
     }
     GrpoConfig noKl = CONFIG.toBuilder().klBeta(0).build();
 
-    GrpoLoss.Result without = GrpoLoss.compute(lm, batch, advantages, null, noKl);
-    GrpoLoss.Result atPolicy = GrpoLoss.compute(lm, batch, advantages, logProbs(lm, batch), noKl);
+    double[] scales = grpoScales(batch);
+    GrpoLoss.Result without = GrpoLoss.compute(lm, batch, advantages, scales, null, null, noKl);
+    GrpoLoss.Result atPolicy = GrpoLoss.compute(lm, batch, advantages, scales, logProbs(lm, batch), null, noKl);
 
-    assertThat(without.kl()).isZero();
+    assertThat(without.measures().kl()).isZero();
     assertThat(without.loss()).isCloseTo(atPolicy.loss(), org.assertj.core.data.Offset.offset(1e-6));
     assertThat(without.gradient()).containsExactly(atPolicy.gradient(), org.assertj.core.data.Offset.offset(1e-6f));
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> GrpoLoss.compute(lm, batch, advantages, null, CONFIG))
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> GrpoLoss.compute(lm, batch, advantages, scales, null, null,
+        CONFIG))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("klBeta is 0.1");
   }
 
   private static double loss(float[] p, List<Trajectory> batch, double[] advantages, float[][] refLogProbs) {
     TinyLm lm = TinyLm.of(ModelWeights.of(SMALL, 0, p.clone()));
-    return GrpoLoss.compute(lm, batch, advantages, refLogProbs, CONFIG).loss();
+    return GrpoLoss.compute(lm, batch, advantages, grpoScales(batch), refLogProbs, null, CONFIG).loss();
+  }
+
+  /** GRPO's normalisers: {@code 1 / (|o_i| B)}. */
+  static double[] grpoScales(List<Trajectory> batch) {
+    double[] s = new double[batch.size()];
+    for (int i = 0; i < s.length; i++) {
+      s[i] = 1.0 / (batch.get(i).completionLength() * (double) batch.size());
+    }
+    return s;
   }
 
   /** Two groups of four; behaviour log-probs within +-0.1 of the policy's, so ratios stay inside the clip range. */
@@ -131,15 +142,18 @@ final class GrpoLossTest {
     return out;
   }
 
+  private static final LossSettings GRPO = GrpoConfig.builder().klBeta(0.1).build().lossSettings();
+
   @Test
   void objective_clippedToken_contributesTheClippedTermAndNoGradient() {
     // ratio 2 with advantage 1: the clipped term 1.2 is the smaller; reference = policy, so no KL
     GrpoLoss.Objective o = GrpoLoss.objective(new double[][] {{Math.log(0.5)}}, new double[][] {{Math.log(0.25)}},
-        new double[][] {{Math.log(0.5)}}, new double[] {1.0}, 0.2, 0.1);
+        null, new double[][] {{Math.log(0.5)}}, new double[] {1.0}, new double[] {1.0}, GRPO);
 
     assertThat(o.loss()).isCloseTo(-1.2, org.assertj.core.api.Assertions.within(1e-12));
-    assertThat(o.clipFraction()).isEqualTo(1.0);
-    assertThat(o.meanRatio()).isCloseTo(2.0, org.assertj.core.api.Assertions.within(1e-12));
+    assertThat(o.measures().clipFraction()).isEqualTo(1.0);
+    assertThat(o.measures().clipHighFraction()).isEqualTo(1.0);
+    assertThat(o.measures().meanRatio()).isCloseTo(2.0, org.assertj.core.api.Assertions.within(1e-12));
     assertThat(o.gradient()[0][0]).isEqualTo(0.0);
   }
 
@@ -147,13 +161,13 @@ final class GrpoLossTest {
   void objective_onPolicyTokenWithKl_matchesTheHandComputedValues() {
     // ratio 1, advantage -1; reference twice as likely: delta = ln 2, D = 2 - ln 2 - 1
     double lp = Math.log(0.25);
-    GrpoLoss.Objective o = GrpoLoss.objective(new double[][] {{lp, lp}}, new double[][] {{lp, lp}},
-        new double[][] {{lp + Math.log(2), lp + Math.log(2)}}, new double[] {-1.0}, 0.2, 0.1);
+    GrpoLoss.Objective o = GrpoLoss.objective(new double[][] {{lp, lp}}, new double[][] {{lp, lp}}, null,
+        new double[][] {{lp + Math.log(2), lp + Math.log(2)}}, new double[] {-1.0}, new double[] {0.5}, GRPO);
 
     double d = 1 - Math.log(2);
     assertThat(o.loss()).isCloseTo(1 + 0.1 * d, org.assertj.core.api.Assertions.within(1e-12));
-    assertThat(o.kl()).isCloseTo(d, org.assertj.core.api.Assertions.within(1e-12));
-    assertThat(o.clipFraction()).isZero();
+    assertThat(o.measures().kl()).isCloseTo(d, org.assertj.core.api.Assertions.within(1e-12));
+    assertThat(o.measures().clipFraction()).isZero();
     // dLoss/dlogp = -(r A - beta (1 - e^delta)) / (len * B) = -(-1 + 0.1) / 2
     assertThat(o.gradient()[0]).containsExactly(new double[] {0.45, 0.45}, org.assertj.core.api.Assertions.within(1e-12));
   }
@@ -161,7 +175,8 @@ final class GrpoLossTest {
   @Test
   void objective_ragged_isRejectedNamingTheSequence() {
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> GrpoLoss.objective(new double[][] {{-1}, {-1, -2}},
-        new double[][] {{-1}, {-1}}, new double[][] {{-1}, {-1, -2}}, new double[] {0, 0}, 0.2, 0.1))
+        new double[][] {{-1}, {-1}}, null, new double[][] {{-1}, {-1, -2}}, new double[] {0, 0}, new double[] {1, 1},
+        GRPO))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sequence 1");
   }
 

@@ -153,11 +153,17 @@ class PythonWireTest {
         LogProbSummary.class);
     assertThat(l).isEqualTo(new LogProbSummary(-1.5, -1.25, 0.01, 64));
 
-    TrainOutcome t = (TrainOutcome) decode("{\"version\":3,\"loss\":0.5,\"kl\":0.01,\"clip_fraction\":0.1,"
-        + "\"mean_ratio\":1.0,\"grad_norm\":2.0,\"tokens\":64}", TrainOutcome.class);
+    StringBuilder json = new StringBuilder("{");
+    List<String> fields = PythonWire.trainMetricsFields();
+    for (int i = 0; i < fields.size(); i++) {
+      json.append(i == 0 ? "" : ",").append('"').append(fields.get(i)).append("\":").append(i + 1);
+    }
+    TrainOutcome t = (TrainOutcome) decode(json.append('}').toString(), TrainOutcome.class);
     assertThat(t.weights()).isNull();
-    assertThat(t.version()).isEqualTo(3);
-    assertThat(t.gradNorm()).isEqualTo(2.0);
+    assertThat(t.version()).isEqualTo(1);
+    assertThat(t.metrics().loss()).isEqualTo(2.0);
+    assertThat(t.metrics().sequences()).isEqualTo(fields.size());
+    assertThat(fields).contains("clip_fraction", "grad_norm", "zero_advantage_groups");
     assertThat(decode("7", long.class)).isEqualTo(7L);
   }
 

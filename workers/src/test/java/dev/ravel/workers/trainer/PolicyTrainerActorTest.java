@@ -104,12 +104,12 @@ final class PolicyTrainerActorTest {
 
     TrainOutcome o = trainer().train(batch);
 
-    assertThat(o.loss()).isFinite();
-    assertThat(o.kl()).isCloseTo(0.0, within(1e-9));
-    assertThat(o.meanRatio()).isCloseTo(1.0, within(1e-6));
-    assertThat(o.clipFraction()).isZero();
-    assertThat(o.gradNorm()).isPositive().isFinite();
-    assertThat(o.tokens()).isEqualTo(17);
+    assertThat(o.metrics().loss()).isFinite();
+    assertThat(o.metrics().kl()).isCloseTo(0.0, within(1e-9));
+    assertThat(o.metrics().meanRatio()).isCloseTo(1.0, within(1e-6));
+    assertThat(o.metrics().clipFraction()).isZero();
+    assertThat(o.metrics().gradNorm()).isPositive().isFinite();
+    assertThat(o.metrics().tokens()).isEqualTo(17);
   }
 
   @Test
@@ -121,11 +121,11 @@ final class PolicyTrainerActorTest {
 
     TrainOutcome o = trainer.train(batch);
 
-    assertThat(o.loss()).isFinite();
-    assertThat(o.kl()).isPositive().isFinite();
-    assertThat(o.meanRatio()).isFinite().isNotCloseTo(1.0, within(1e-6));
-    assertThat(o.clipFraction()).isBetween(0.0, 1.0);
-    assertThat(o.gradNorm()).isFinite();
+    assertThat(o.metrics().loss()).isFinite();
+    assertThat(o.metrics().kl()).isPositive().isFinite();
+    assertThat(o.metrics().meanRatio()).isFinite().isNotCloseTo(1.0, within(1e-6));
+    assertThat(o.metrics().clipFraction()).isBetween(0.0, 1.0);
+    assertThat(o.metrics().gradNorm()).isFinite();
   }
 
   @Test
@@ -143,7 +143,7 @@ final class PolicyTrainerActorTest {
     TrainOutcome computed = without.train(second);
 
     assertSameOutcome(reused, computed);
-    assertThat(computed.kl()).isPositive();
+    assertThat(computed.metrics().kl()).isPositive();
   }
 
   @Test
@@ -158,7 +158,7 @@ final class PolicyTrainerActorTest {
     TrainOutcome o = afterOther.train(trained);
 
     assertSameOutcome(o, fresh.train(trained));
-    assertThat(o.kl()).isCloseTo(0.0, within(1e-9));
+    assertThat(o.metrics().kl()).isCloseTo(0.0, within(1e-9));
   }
 
   @Test
@@ -209,11 +209,11 @@ final class PolicyTrainerActorTest {
   private static void assertSameOutcome(TrainOutcome actual, TrainOutcome expected) {
     assertThat(actual.weights().version()).isEqualTo(expected.weights().version());
     assertThat(actual.weights().params()).containsExactly(expected.weights().params());
-    assertThat(actual.loss()).isEqualTo(expected.loss());
-    assertThat(actual.kl()).isEqualTo(expected.kl());
-    assertThat(actual.clipFraction()).isEqualTo(expected.clipFraction());
-    assertThat(actual.meanRatio()).isEqualTo(expected.meanRatio());
-    assertThat(actual.gradNorm()).isEqualTo(expected.gradNorm());
-    assertThat(actual.tokens()).isEqualTo(expected.tokens());
+    assertThat(actual.metrics().loss()).isEqualTo(expected.metrics().loss());
+    assertThat(actual.metrics().kl()).isEqualTo(expected.metrics().kl());
+    assertThat(actual.metrics().clipFraction()).isEqualTo(expected.metrics().clipFraction());
+    assertThat(actual.metrics().meanRatio()).isEqualTo(expected.metrics().meanRatio());
+    assertThat(actual.metrics().gradNorm()).isEqualTo(expected.metrics().gradNorm());
+    assertThat(actual.metrics().tokens()).isEqualTo(expected.metrics().tokens());
   }
 }
