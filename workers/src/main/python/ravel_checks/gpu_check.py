@@ -111,15 +111,17 @@ def drive(worker: Any, trainer: Any, steps: int, prompts: int = 32, group_size: 
 
 
 def specs(hidden: int, layers: int, heads: int, device: str, lr: float, seed: int = 7, family: str = "gpt2",
-          max_running: int = 256, max_positions: int = 16) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The worker and trainer specs of a model of these sizes for the arithmetic task."""
+          max_running: int = 256, max_positions: int = 16,
+          **grpo: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The worker and trainer specs of a model of these sizes for the arithmetic task; ``grpo`` overrides the
+    trainer's GRPO settings (``loss_type="dr_grpo"``, ...)."""
     model = {"family": family, "vocab_size": VOCAB, "layers": layers, "hidden": hidden, "heads": heads,
              "max_positions": max_positions}
     worker = {"model": model, "seed": seed, "eos_token": EOS, "model_name": "ravel-gpu-check",
               "engine": "transformers", "max_running_requests": max_running, "device": device}
     trainer = {"model": model, "seed": seed, "device": device,
-               "grpo": {"group_size": 8, "clip_epsilon": 0.2, "kl_beta": 0.04, "learning_rate": lr,
-                        "weight_decay": 0.0, "max_grad_norm": 1.0, "temperature": 1.0, "advantage_eps": 1e-6}}
+               "grpo": {"group_size": 8, "kl_beta": 0.04, "learning_rate": lr, "weight_decay": 0.0,
+                        "max_grad_norm": 1.0, "temperature": 1.0, "advantage_eps": 1e-6, **grpo}}
     return worker, trainer
 
 

@@ -89,7 +89,8 @@ def worker_spec(**overrides: Any) -> dict[str, Any]:
 
 
 def trainer_spec(**grpo: Any) -> dict[str, Any]:
-    g = {"group_size": 4, "clip_epsilon": 0.2, "kl_beta": 0.04, "learning_rate": 0.01, "weight_decay": 0.0,
+    g = {"group_size": 4, "clip_epsilon_low": 0.2, "clip_epsilon_high": 0.2,
+         "kl_beta": 0.04, "learning_rate": 0.01, "weight_decay": 0.0,
          "max_grad_norm": 1.0, "temperature": 1.0, "advantage_eps": 1e-6}
     g.update(grpo)
     return {"model": dict(TINY_MODEL), "seed": 7, "device": "cpu", "grpo": g}

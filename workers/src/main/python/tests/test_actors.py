@@ -200,3 +200,56 @@ def test_vllm_engine_needs_vllm(make_telemetry):
         pass
     with pytest.raises(RuntimeError, match="vLLM is not importable"):
         GenerationWorkerImpl(worker_spec(engine="vllm"), telemetry=make_telemetry())
+
+
+def _trained(worker, make_telemetry, batch, **grpo):
+    t = PolicyTrainerImpl(json.dumps(trainer_spec(**grpo)), telemetry=make_telemetry("policy_trainer"))
+    out = call(t.train, batch)
+    return t, out
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dr_grpo", "dapo"])
+def test_four_micro_batches_give_the_update_of_one(worker, make_telemetry, loss_type):
+    # the accumulated gradient is the full batch's (to float32 rounding), so the step is the same step; the weights
+    # are compared where Adam's first step is well conditioned (|g| well above its eps 1e-8: m / sqrt(v) = sign(g)
+    # there, while a gradient within rounding of 0 may land on either side of it)
+    batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]])  # 8 sequences, micro-batches of 2
+    whole, a = _trained(worker, make_telemetry, batch, loss_type=loss_type)
+    parts, b = _trained(worker, make_telemetry, batch, loss_type=loss_type, micro_batch_size=2)
+    assert b["loss"] == pytest.approx(a["loss"], abs=1e-6) and b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-5)
+    compared = 0
+    for (name, x), (_, y) in zip(whole.model.named_parameters(), parts.model.named_parameters(), strict=True):
+        assert x.grad is not None and y.grad is not None, name
+        assert torch.allclose(x.grad, y.grad, atol=1e-6, rtol=1e-4), name
+        firm = x.grad.abs() > 1e-5
+        assert torch.allclose(x.detach()[firm], y.detach()[firm], atol=1e-6, rtol=0), name
+        compared += int(firm.sum().item())
+    assert compared > 1000, "most weights were compared"
+
+
+def test_ppo_epochs_take_an_optimizer_step_per_pass_with_ratios_away_from_one(worker, make_telemetry):
+    batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]])
+    one_pass, a = _trained(worker, make_telemetry, batch, learning_rate=0.05)
+    two_passes, b = _trained(worker, make_telemetry, batch, learning_rate=0.05, ppo_epochs=2)
+    assert a["epochs"] == 1 and b["epochs"] == 2 and two_passes.optimizer_steps == 2 and b["version"] == 1
+    assert a["max_ratio"] == pytest.approx(1.0, abs=1e-4)  # on-policy: the first pass's ratios are 1
+    assert abs(b["max_ratio"] - 1.0) > 1e-3  # the second pass sees the weights the first one moved
+
+
+def test_filter_zero_advantage_with_only_flat_groups_updates_nothing(worker, make_telemetry):
+    batch = batch_of(worker, [[3, 10, 4, 12], [2, 10, 2, 12]], reward=lambda k, r: 1.0)
+    t = PolicyTrainerImpl(json.dumps(trainer_spec(filter_zero_advantage=True)), telemetry=make_telemetry("p"))
+    before = {k: v.clone() for k, v in t.model.state_dict().items()}
+    out = call(t.train, batch)
+    assert out["zero_advantage_groups"] == 2 and out["kept_sequences"] == 0 and out["epochs"] == 0
+    assert out["version"] == 1 and t.optimizer_steps == 0
+    assert all(torch.equal(before[k], v) for k, v in t.model.state_dict().items())
+
+
+def test_learning_rate_follows_the_schedule(worker, make_telemetry):
+    batch = batch_of(worker, [[3, 10, 4, 12]])
+    t = PolicyTrainerImpl(json.dumps(trainer_spec(learning_rate=0.01, lr_scheduler="linear", warmup_steps=2,
+                                                  total_steps=4)), telemetry=make_telemetry("p"))
+    rates = [call(t.train, batch)["learning_rate"] for _ in range(4)]
+    # k / W while warming up (k = 0, 1), then (T - k) / (T - W) for k = 2, 3
+    assert rates == pytest.approx([0.0, 0.005, 0.01, 0.005], abs=1e-12)

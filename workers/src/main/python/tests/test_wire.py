@@ -32,7 +32,7 @@ VALUES = [
     GenerationResult("r-2", [1], [], [], "error", -1, STATS, False, "token 99 is outside the vocabulary"),
     Trajectory("r-1", [3, 10, 4, 12], [7, 13], [-0.25, -1.5], 1.0, 3, 5),
     LogProbSummary(-1.25, -1.5, 0.01, 12),
-    TrainOutcome(4, 0.5, 0.01, 0.1, 1.0, 0.7, 12),
+    TrainOutcome(4, 0.5, 0.01, 1.2, 0.1, 0.05, 0.05, 0.0, 1.0, 1.3, 0.0, 0.7, 0.03, 1, 12, 1, 0.25, 12, 16),
     EngineStats({"stop": 3, "length": 1, "abort": 0, "error": 2}, 0, 1, 2, 30, 1024, 40, 12, 5, 1),
     ExportStats(10, 8, 1, 1),
 ]
@@ -63,7 +63,7 @@ def test_lists_and_scalars_encode():
 
 def test_non_finite_numbers_are_rejected():
     with pytest.raises(ValueError, match="NaN or infinite"):
-        wire.encode_result(TrainOutcome(1, float("nan"), 0, 0, 1, 0, 1))
+        wire.encode_result(TrainOutcome(1, float("nan"), 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0.03, 0, 4, 1, 0, 1, 4))
 
 
 def test_decode_args_replaces_refs():

@@ -468,6 +468,10 @@ class GrpoSettings:
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> GrpoSettings:
         defaults = cls()
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"grpo: unknown setting(s) {', '.join(unknown)} (valid: {', '.join(sorted(known))})")
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             raw = d.get(f.name, getattr(defaults, f.name))

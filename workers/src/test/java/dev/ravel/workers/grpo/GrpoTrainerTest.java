@@ -222,6 +222,130 @@ final class GrpoTrainerTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("state: spec");
   }
 
+  @Test
+  void train_fourMicroBatchesTakeTheStepOfOne() {
+    double[] rewards = {1, 0, 0, 1, 0, 1, 1, 1};
+    for (LossType type : new LossType[] {LossType.GRPO, LossType.DR_GRPO, LossType.DAPO}) {
+      GrpoConfig whole = CONFIG.toBuilder().promptsPerStep(2).lossType(type).build();
+      GrpoTrainer a = new GrpoTrainer(ModelWeights.init(SPEC, 6), whole);
+      GrpoTrainer b = new GrpoTrainer(ModelWeights.init(SPEC, 6), whole.toBuilder().microBatchSize(2).build());
+      List<Trajectory> batch = sampled(a.weights(), rewards);
+
+      TrainMetrics ma = a.train(batch).metrics();
+      TrainMetrics mb = b.train(batch).metrics();
+
+      assertThat(mb.loss()).as("%s loss", type).isCloseTo(ma.loss(), within(1e-6));
+      assertThat(mb.gradNorm()).as("%s gradient norm", type).isCloseTo(ma.gradNorm(), within(1e-6));
+      // the same gradient to float rounding: Adam's first step moves each weight by about lr * sign(g), so the
+      // weights agree wherever the gradient is not within rounding of zero
+      float[] pa = a.weights().params();
+      float[] pb = b.weights().params();
+      int differ = 0;
+      for (int k = 0; k < pa.length; k++) {
+        differ += Math.abs(pa[k] - pb[k]) > 1e-6 ? 1 : 0;
+      }
+      assertThat(differ).as("%s: weights that differ by more than 1e-6, of %d", type, pa.length)
+          .isLessThanOrEqualTo(pa.length / 100);
+    }
+  }
+
+  @Test
+  void train_microBatchGradientsAddUpToTheFullBatchGradient() {
+    GrpoConfig c = CONFIG.toBuilder().promptsPerStep(2).lossType(LossType.DAPO).build();
+    ModelWeights w = ModelWeights.init(SPEC, 6);
+    List<Trajectory> batch = sampled(w, new double[] {1, 0, 0, 1, 0, 1, 1, 1});
+    double[] adv = Advantages.groupRelative(batch.stream().mapToDouble(Trajectory::reward).toArray(), 4, 1e-6);
+    int[] lengths = batch.stream().mapToInt(Trajectory::completionLength).toArray();
+    boolean[] kept = {true, true, true, true, true, true, true, true};
+    double[] scales = GrpoLoss.scales(lengths, kept, c.lossSettings(), 2);
+    float[] full = GrpoLoss.compute(TinyLm.of(w), batch, adv, scales, null, null, c.toBuilder().klBeta(0).build())
+        .gradient();
+    float[] sum = new float[full.length];
+    for (int from = 0; from < 8; from += 2) {
+      float[] g = GrpoLoss.compute(TinyLm.of(w), batch.subList(from, from + 2),
+          java.util.Arrays.copyOfRange(adv, from, from + 2), java.util.Arrays.copyOfRange(scales, from, from + 2),
+          null, null, c.toBuilder().klBeta(0).build()).gradient();
+      for (int k = 0; k < sum.length; k++) {
+        sum[k] += g[k];
+      }
+    }
+    assertThat(sum).containsExactly(full, org.assertj.core.data.Offset.offset(1e-6f));
+    assertThat(dev.ravel.workers.model.AdamW.globalNorm(full)).isGreaterThan(1e-3);
+  }
+
+  @Test
+  void train_twoPpoEpochsTakeTwoStepsAndTheSecondPassSeesRatiosAwayFromOne() {
+    GrpoConfig one = CONFIG.toBuilder().promptsPerStep(2).learningRate(0.05).build();
+    GrpoTrainer a = new GrpoTrainer(ModelWeights.init(SPEC, 7), one);
+    GrpoTrainer b = new GrpoTrainer(ModelWeights.init(SPEC, 7), one.toBuilder().ppoEpochs(2).build());
+    List<Trajectory> batch = sampled(a.weights(), new double[] {1, 0, 0, 1, 0, 1, 1, 1});
+
+    TrainMetrics ma = a.train(batch).metrics();
+    TrainMetrics mb = b.train(batch).metrics();
+
+    assertThat(ma.epochs()).isEqualTo(1);
+    assertThat(mb.epochs()).isEqualTo(2);
+    assertThat(b.steps()).isEqualTo(2);
+    assertThat(b.weights().version()).isEqualTo(1);
+    assertThat(ma.maxRatio()).isCloseTo(1.0, within(1e-4)); // on-policy: the one pass's ratios are 1
+    assertThat(Math.abs(mb.maxRatio() - 1)).isGreaterThan(1e-3);
+  }
+
+  @Test
+  void train_filterZeroAdvantageWithOnlyFlatGroupsTakesNoStep() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 8),
+        CONFIG.toBuilder().promptsPerStep(2).filterZeroAdvantage(true).build());
+    ModelWeights before = trainer.weights();
+
+    TrainStep step = trainer.train(sampled(before, new double[] {1, 1, 1, 1, 0, 0, 0, 0}));
+
+    assertThat(step.metrics().zeroAdvantageGroups()).isEqualTo(2);
+    assertThat(step.metrics().keptSequences()).isZero();
+    assertThat(step.metrics().epochs()).isZero();
+    assertThat(trainer.steps()).isZero();
+    assertThat(step.weights().params()).containsExactly(before.params());
+    assertThat(step.weights().version()).isEqualTo(1);
+  }
+
+  @Test
+  void train_learningRateFollowsTheScheduleAndResumesWithIt() {
+    GrpoConfig c = CONFIG.toBuilder().promptsPerStep(2).learningRate(0.01).lrSchedule(LrSchedule.LINEAR)
+        .warmupSteps(2).totalSteps(4).build();
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 9), c);
+    double[] rates = new double[4];
+    for (int s = 0; s < 4; s++) {
+      rates[s] = trainer.train(sampled(trainer.weights(), new double[] {1, 0, 0, 1, 0, 1, 1, 1})).metrics()
+          .learningRate();
+      if (s == 1) { // a resumed trainer continues the schedule where the state left it
+        GrpoTrainer resumed = new GrpoTrainer(ModelWeights.init(SPEC, 9), c);
+        resumed.restore(trainer.state());
+        assertThat(c.learningRateAt(resumed.steps())).isEqualTo(0.01);
+      }
+    }
+    // k / W while warming up (k = 0, 1), then (T - k) / (T - W) for k = 2, 3
+    assertThat(rates).containsExactly(new double[] {0.0, 0.005, 0.01, 0.005}, within(1e-12));
+  }
+
+  @Test
+  void train_truncatedImportanceSamplingTakesTheRatioAgainstTheStepsStart() {
+    GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(SPEC, 10),
+        CONFIG.toBuilder().promptsPerStep(2).tisCap(1.5).build());
+    List<Trajectory> stale = new ArrayList<>();
+    for (Trajectory t : sampled(trainer.weights(), new double[] {1, 0, 0, 1, 0, 1, 1, 1})) {
+      float[] lp = t.logprobs();
+      for (int i = 0; i < lp.length; i++) {
+        lp[i] -= 1; // the behaviour policy liked these tokens e times less: pi_old / pi_behaviour = e > 1.5
+      }
+      stale.add(new Trajectory(t.requestId(), t.prompt(), t.completion(), lp, t.reward(), 0, t.groupIndex()));
+    }
+
+    TrainMetrics m = trainer.train(stale).metrics();
+
+    assertThat(m.tisTruncated()).isEqualTo(1.0); // every weight e is cut to 1.5
+    assertThat(m.meanRatio()).isCloseTo(1.0, within(1e-4)); // the ratio is to the step's start, not the behaviour
+    assertThat(m.clipFraction()).isZero();
+  }
+
   private static List<Trajectory> sampled(ModelWeights w, double[] rewards) {
     TinyLm lm = TinyLm.of(w);
     SplittableRandom rng = new SplittableRandom(w.version() * 31 + 1);
