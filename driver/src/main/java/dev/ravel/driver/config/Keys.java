@@ -410,7 +410,7 @@ public final class Keys {
       return "`" + (long) (double) d + "`";
     }
     if (value instanceof Double d) {
-      return "`" + java.math.BigDecimal.valueOf(d).toPlainString() + "`";
+      return "`" + java.math.BigDecimal.valueOf(d).stripTrailingZeros().toPlainString() + "`";
     }
     return "`" + value + "`";
   }

@@ -109,12 +109,22 @@ final class KeysDocsTest {
   void grpoKeys_defaultToTheContractsGrpoDefaults() {
     com.fasterxml.jackson.databind.JsonNode shared = dev.ravel.telemetry.contract.Contract.section("grpo_defaults");
     int compared = 0;
-    for (Key<?> k : Keys.sections().get("grpo")) {
-      if (shared.has(k.name())) {
-        assertThat(((Number) k.defaultValue()).doubleValue()).as(k.dotted()).isEqualTo(shared.get(k.name()).asDouble());
-        compared++;
+    java.util.List<Key<?>> keys = new java.util.ArrayList<>(Keys.sections().get("grpo"));
+    keys.addAll(Keys.sections().get("trainer"));
+    for (Key<?> k : keys) {
+      if (!shared.has(k.name()) || k.name().startsWith("clip_epsilon_")) {
+        continue; // the two clip keys default to 0, "grpo.clip_epsilon": checked below
       }
+      com.fasterxml.jackson.databind.JsonNode want = shared.get(k.name());
+      if (k.defaultValue() instanceof Number n) {
+        assertThat(n.doubleValue()).as(k.dotted()).isEqualTo(want.asDouble());
+      } else {
+        assertThat(String.valueOf(k.defaultValue())).as(k.dotted()).isEqualTo(want.asText());
+      }
+      compared++;
     }
-    assertThat(compared).as("grpo keys the contract holds a default of").isGreaterThanOrEqualTo(5);
+    assertThat(Keys.CLIP_EPSILON.defaultValue()).isEqualTo(shared.get("clip_epsilon_low").asDouble())
+        .isEqualTo(shared.get("clip_epsilon_high").asDouble());
+    assertThat(compared).as("grpo and trainer keys the contract holds a default of").isGreaterThanOrEqualTo(17);
   }
 }

@@ -34,9 +34,30 @@ final class GrpoLearningTest {
    */
   @Test
   void grpo_freshModelLearnsModularAdditionWithinSixtySteps() {
+    learns("grpo", GrpoConfig.builder().seed(SEED).build());
+  }
+
+  /** Dr. GRPO as its paper runs it: the constant normaliser and no division by the group's std. */
+  @Test
+  void drGrpo_freshModelLearnsModularAdditionWithinSixtySteps() {
+    learns("dr_grpo", GrpoConfig.builder().seed(SEED).lossType(LossType.DR_GRPO).scaleRewards(RewardScale.NONE)
+        .maxNewTokens(MAX_NEW_TOKENS).build());
+  }
+
+  /**
+   * DAPO's loss: the token-level mean and clip-higher (0.2, 0.28). The KL penalty stays (DAPO drops it): without it
+   * this tiny policy collapses early whatever the loss (seed 1, 60 steps: 0.09 -> 0.28 with the DAPO loss and
+   * {@code klBeta} 0, 0.10 -> 0.70 with 0.04).
+   */
+  @Test
+  void dapo_freshModelLearnsModularAdditionWithinSixtySteps() {
+    learns("dapo", GrpoConfig.builder().seed(SEED).lossType(LossType.DAPO).clipEpsilonLow(0.2)
+        .clipEpsilonHigh(0.28).build());
+  }
+
+  private static void learns(String name, GrpoConfig cfg) {
     CharTokenizer tok = CharTokenizer.arithmetic();
     ArithmeticTask task = ArithmeticTask.standard();
-    GrpoConfig cfg = GrpoConfig.builder().seed(SEED).build();
     GrpoTrainer trainer = new GrpoTrainer(ModelWeights.init(ModelSpec.tiny(tok.vocabSize()), SEED), cfg);
     SplittableRandom rng = new SplittableRandom(cfg.seed());
 
@@ -62,9 +83,9 @@ final class GrpoLearningTest {
 
     double first = mean(curve, 0, 5);
     double last = mean(curve, STEPS - 5, STEPS);
-    System.out.printf(Locale.ROOT, "GRPO reward curve (seed %d, %.1f ms/step): %s%nfirst 5: %.3f, last 5: %.3f%n",
-        SEED, msPerStep, format(curve), first, last);
-    assertThat(last - first).as("last-5 minus first-5 mean reward").isGreaterThan(0.25);
+    System.out.printf(Locale.ROOT, "%s reward curve (seed %d, %.1f ms/step): %s%nfirst 5: %.3f, last 5: %.3f%n",
+        name, SEED, msPerStep, format(curve), first, last);
+    assertThat(last - first).as("%s: last-5 minus first-5 mean reward", name).isGreaterThan(0.25);
     assertThat(trainer.weights().version()).isEqualTo(STEPS);
   }
 
