@@ -101,6 +101,49 @@ final class GrpoPythonIT {
     assertThat(r.stdout()).doesNotContain("Ray");
   }
 
+  /**
+   * The GRPO and optimiser settings reach each runtime's trainer through the run config: a short sync run with two
+   * PPO epochs, micro-batches, a linear schedule after one warmup step, Dr. GRPO's loss, clip-higher, the dual clip
+   * and TIS reports, per step in {@code steps.jsonl}, two optimizer steps, the scheduled learning rate (T = 4 steps
+   * x 2 epochs, W = 1 x 2: factors 0/2, (8-2)/6, (8-4)/6, (8-6)/6 at optimizer steps 0, 2, 4, 6), every sequence
+   * kept, and ratios away from 1 once the first pass of a step with signal has moved the weights.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"java", "python"})
+  void run_grpoSettingsReachTheTrainer(String runtime) throws Exception {
+    String id = "it-settings-" + runtime;
+    RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 600, "run", example(), "run.mode=sync",
+        "generation.runtime=" + runtime, "trainer.runtime=" + runtime, "grpo.steps=4", "grpo.prompts_per_step=32",
+        "grpo.group_size=8", "grpo.learning_rate=0.01", "grpo.ppo_epochs=2", "trainer.micro_batch_size=64",
+        "trainer.lr_scheduler=linear", "trainer.warmup_steps=1", "grpo.loss_type=dr_grpo", "grpo.scale_rewards=none",
+        "grpo.clip_epsilon_high=0.28", "grpo.clip_ratio_c=3", "grpo.tis_cap=2", "telemetry.run_id=" + id,
+        "telemetry.runs_dir=" + runs);
+    assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+    List<dev.ravel.telemetry.runs.StepRecord> steps = new ArrayList<>();
+    for (String line : java.nio.file.Files.readAllLines(runs.resolve(id).resolve("steps.jsonl"))) {
+      steps.add(dev.ravel.telemetry.runs.StepRecord.parse(line));
+    }
+    assertThat(steps).hasSize(4).allSatisfy(st -> {
+      assertThat(st.update()).as("step %d's update", st.step()).isNotNull();
+      assertThat(st.update().epochs()).isEqualTo(2);
+      assertThat(st.update().keptSequences()).isEqualTo(256);
+      assertThat(st.update().entropy()).isPositive().isFinite();
+      assertThat(st.update().tisTruncated()).isBetween(0.0, 1.0);
+    });
+    assertThat(steps.stream().map(st -> st.update().learningRate()).toList())
+        .usingElementComparator((a, b) -> Math.abs(a - b) < 1e-12 ? 0 : Double.compare(a, b))
+        .containsExactly(0.0, 0.01, 0.01 * 4 / 6, 0.01 * 2 / 6);
+    // a fresh policy rarely answers right: a step whose groups all scored alike has no gradient and moves nothing
+    // (the run is seeded, so which steps have signal is fixed); from step 2 on, those with signal move the weights
+    // in their first pass, and their second pass sees ratios away from 1
+    List<dev.ravel.telemetry.runs.StepRecord> withSignal = steps.subList(1, 4).stream()
+        .filter(st -> st.update().zeroAdvantageGroups() < 32).toList();
+    assertThat(withSignal).as("steps 2-4 with a group that scored unevenly").isNotEmpty().allSatisfy(st -> {
+      assertThat(st.update().gradNorm()).isPositive().isFinite();
+      assertThat(Math.abs(st.update().ratioMax() - 1)).as("step %d's largest ratio", st.step()).isGreaterThan(1e-4);
+    });
+  }
+
   private static String example() {
     return Path.of(System.getProperty("ravel.home"), "examples/grpo-python.yaml").toString();
   }
