@@ -276,12 +276,15 @@ final class TraceCommandIT {
     ChromeDriver browser = chromium();
     try {
       browser.get(html.toUri().toString());
-      for (String curve : List.of("chart-reward", "chart-kl", "chart-loss")) {
+      for (String curve : List.of("chart-reward", "chart-kl", "chart-loss", "chart-grad-norm", "chart-learning-rate",
+          "chart-entropy")) {
         List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
         assertThat(points).as(curve).hasSize(3);
         assertThat(points.stream().map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve)
             .containsExactlyElementsOf(stepNumbers);
       }
+      assertThat(browser.findElements(By.cssSelector("#chart-clip .point"))).as("clip low, high and dual per step")
+          .hasSize(9);
       List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
       assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
       assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");

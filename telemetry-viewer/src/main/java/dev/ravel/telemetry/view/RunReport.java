@@ -162,19 +162,26 @@ public final class RunReport {
     chart(h, "chart-reward", "Reward (mean, band: +/- std)");
     chart(h, "chart-kl", "KL to reference");
     chart(h, "chart-loss", "Loss");
+    chart(h, "chart-grad-norm", "Gradient norm before clipping");
+    chart(h, "chart-learning-rate", "Learning rate");
+    chart(h, "chart-entropy", "Entropy of the sampled tokens (mean)");
+    chart(h, "chart-clip", "Tokens clipped: low, high, dual (share)");
     chart(h, "chart-step-time", "Step time by goodput bucket (s)");
     chart(h, "chart-engine-queue", "Engine queue time, mean per interval (s)");
     chart(h, "chart-engine-preemptions", "Engine preemptions per interval");
     h.append("</section>\n<section class=\"steps\">\n<h2>Steps</h2>\n<table id=\"steps\">\n<thead><tr>")
         .append("<th>step</th><th>reward</th><th>std</th><th>KL</th><th>loss</th><th>clip</th><th>time</th>")
-        .append("<th>tokens/s</th><th>used</th><th>dropped</th><th>spans</th></tr></thead>\n<tbody>\n");
+        .append("<th>tokens/s</th><th>used</th><th>dropped</th><th>no signal</th><th>grad norm</th><th>lr</th>")
+        .append("<th>entropy</th><th>spans</th></tr></thead>\n<tbody>\n");
     for (JsonNode s : data.get("steps")) {
       h.append("<tr class=\"step-row\" tabindex=\"0\" data-step=\"").append(s.get("step").asLong()).append("\">")
           .append(td(Long.toString(s.get("step").asLong()))).append(td(num(s.get("reward_mean"))))
           .append(td(num(s.get("reward_std")))).append(td(num(s.get("kl")))).append(td(num(s.get("loss"))))
           .append(td(num(s.get("clip_fraction")))).append(td(num(s.get("step_s")) + " s"))
           .append(td(num(s.get("tokens_per_s")))).append(td(s.path("trajectories").asText("")))
-          .append(td(s.path("dropped").asText(""))).append(td(s.path("spans").asText("0")))
+          .append(td(s.path("dropped").asText(""))).append(td(s.path("zero_advantage_groups").asText("")))
+          .append(td(num(s.get("grad_norm")))).append(td(sig(s.get("learning_rate")))).append(td(num(s.get("entropy"))))
+          .append(td(s.path("spans").asText("0")))
           .append("</tr>\n");
     }
     h.append("</tbody>\n</table>\n</section>\n<section class=\"waterfall\">\n<h2 id=\"waterfall-title\">")
@@ -243,6 +250,19 @@ public final class RunReport {
       finite(o, "tokens_per_s", s.tokensPerSecond());
       o.put("trajectories", s.trajectories());
       o.put("dropped", s.droppedForAge());
+      if (s.update() != null) {
+        StepRecord.Update u = s.update();
+        finite(o, "grad_norm", u.gradNorm());
+        finite(o, "learning_rate", u.learningRate());
+        finite(o, "entropy", u.entropy());
+        finite(o, "clip_low", u.clipLow());
+        finite(o, "clip_high", u.clipHigh());
+        finite(o, "clip_dual", u.clipDual());
+        finite(o, "ratio_mean", u.ratioMean());
+        finite(o, "ratio_max", u.ratioMax());
+        o.put("zero_advantage_groups", u.zeroAdvantageGroups());
+        o.put("epochs", u.epochs());
+      }
       ObjectNode phases = o.putObject("phases");
       s.phases().forEach(phases::put);
       if (v != null) {
@@ -294,6 +314,11 @@ public final class RunReport {
     if (Double.isFinite(value)) {
       to.put(key, value);
     }
+  }
+
+  /** Three significant digits (a learning rate of 1e-6 stays readable). */
+  private static String sig(JsonNode v) {
+    return v == null || !v.isNumber() ? "" : String.format(java.util.Locale.ROOT, "%.3g", v.asDouble());
   }
 
   private static String num(JsonNode v) {

@@ -203,6 +203,11 @@
   lines("chart-reward", [stepSeries("reward", "reward_mean", "#4e79a7", "reward_std")], "step", true);
   lines("chart-kl", [stepSeries("kl", "kl", "#b07aa1")], "step", true);
   lines("chart-loss", [stepSeries("loss", "loss", "#f28e2b")], "step", true);
+  lines("chart-grad-norm", [stepSeries("grad norm (before clipping)", "grad_norm", "#e15759")], "step", true);
+  lines("chart-learning-rate", [stepSeries("learning rate", "learning_rate", "#76b7b2")], "step", true);
+  lines("chart-entropy", [stepSeries("entropy", "entropy", "#59a14f")], "step", true);
+  lines("chart-clip", [stepSeries("clipped low", "clip_low", "#4e79a7"), stepSeries("clipped high", "clip_high", "#f28e2b"),
+    stepSeries("dual clip", "clip_dual", "#b07aa1")], "step", true);
   stacked("chart-step-time");
   engine("chart-engine-queue", "queue_time");
   engine("chart-engine-preemptions", "preemptions");
