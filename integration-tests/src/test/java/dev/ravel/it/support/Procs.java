@@ -109,6 +109,12 @@ public final class Procs {
       return Optional.of(new String(b, StandardCharsets.UTF_8).replace('\0', separator));
     } catch (java.nio.file.FileSystemException e) {
       return Optional.empty(); // ended meanwhile, a kernel thread, or not ours to read (pid 1 of a sandbox)
+    } catch (IOException e) {
+      // a process that ends while its file is read fails the read with ESRCH ("No such process"): it is gone
+      if ("No such process".equals(e.getMessage()) || !Files.exists(Path.of("/proc", String.valueOf(pid)))) {
+        return Optional.empty();
+      }
+      throw e;
     }
   }
 }
