@@ -92,7 +92,10 @@ final class Steps {
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge())
-        .set(RavelAttributes.COMPLETIONS_CLIPPED, (long) t.completions().clipped());
+        .set(RavelAttributes.COMPLETIONS_CLIPPED, (long) t.completions().clipped())
+        .set(RavelAttributes.TRAIN_EPOCHS, (long) u.epochs())
+        .set(RavelAttributes.TRAIN_GRAD_NORM, u.gradNorm())
+        .set(RavelAttributes.TRAIN_LEARNING_RATE, u.learningRate());
     history.add(m);
     lastWeights = t.outcome().weights();
     if (log != null) {

@@ -130,6 +130,9 @@ final class GrpoPythonIT {
       assertThat(st.update().entropy()).isPositive().isFinite();
       assertThat(st.update().tisTruncated()).isBetween(0.0, 1.0);
     });
+    // the step spans say so too
+    List<SpanRecord> stepSpans = RunTraces.readDir(runs.resolve(id)).named("rl.grpo.step");
+    assertThat(stepSpans).hasSize(4).allSatisfy(sp -> assertThat(sp.attributes().get("rl.train.epochs")).isEqualTo(2L));
     assertThat(steps.stream().map(st -> st.update().learningRate()).toList())
         .usingElementComparator((a, b) -> Math.abs(a - b) < 1e-12 ? 0 : Double.compare(a, b))
         .containsExactly(0.0, 0.01, 0.01 * 4 / 6, 0.01 * 2 / 6);

@@ -61,6 +61,12 @@ public final class RavelAttributes {
    * ({@code grpo.filter_zero_advantage} leaves them out of the update).
    */
   public static final AttributeKey<Long> ZERO_ADVANTAGE_GROUPS = AttributeKey.longKey("rl.groups.zero_advantage");
+  /** On a step: the optimizer steps its update took ({@code grpo.ppo_epochs} passes; 0 when nothing was kept). */
+  public static final AttributeKey<Long> TRAIN_EPOCHS = AttributeKey.longKey("rl.train.epochs");
+  /** On a step: the global gradient norm of its update before clipping. */
+  public static final AttributeKey<Double> TRAIN_GRAD_NORM = AttributeKey.doubleKey("rl.train.grad_norm");
+  /** On a step: the learning rate of its first optimizer step. */
+  public static final AttributeKey<Double> TRAIN_LEARNING_RATE = AttributeKey.doubleKey("rl.train.learning_rate");
   /** On a step: its completions cut at {@code grpo.max_new_tokens} before they ended. */
   public static final AttributeKey<Long> COMPLETIONS_CLIPPED = AttributeKey.longKey("rl.completion.clipped");
   /** Mean reward of a step's batch. */
