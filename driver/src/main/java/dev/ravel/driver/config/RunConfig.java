@@ -217,8 +217,9 @@ public final class RunConfig {
   /** The GRPO and optimiser keys that hold together: the clip range, micro-batches and warmup. */
   private void validateOptimisation() {
     if (clipEpsilonHigh() < clipEpsilonLow()) {
-      throw new ConfigException(Keys.CLIP_EPSILON_HIGH.dotted(), clipEpsilonHigh() + " is below "
-          + Keys.CLIP_EPSILON_LOW + " (" + clipEpsilonLow() + "): the upper clip must be at least the lower one");
+      throw new ConfigException(Keys.CLIP_EPSILON_HIGH.dotted(), clipEpsilonHigh() + " is below the lower clip "
+          + clipEpsilonLow() + " (" + (get(Keys.CLIP_EPSILON_LOW) == 0 ? Keys.CLIP_EPSILON : Keys.CLIP_EPSILON_LOW)
+          + "): the upper clip must be at least the lower one");
     }
     int batch = get(Keys.PROMPTS_PER_STEP) * get(Keys.GROUP_SIZE);
     int micro = get(Keys.MICRO_BATCH_SIZE);
