@@ -9,6 +9,7 @@ thread-safe, so they may run as threaded actors (``max_concurrency > 1``).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -166,6 +167,8 @@ class PolicyTrainerImpl(_Telemetry):
         self._cache: tuple[list[str], int, torch.Tensor] | None = None
         self._blob: tuple[int, bytes] | None = None
         self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
+        if self.spec.resume_from:
+            self._restore(Path(self.spec.resume_from))
         # a checkpoint of your model is written as one too (save_pretrained), with its tokenizer
         self.tokenizer = hf.load_tokenizer(self.spec.model.path) if self.spec.model.path else None
 
@@ -310,12 +313,36 @@ class PolicyTrainerImpl(_Telemetry):
         """The current weights blob (``torch.save({"version", "state_dict"})``, CPU tensors)."""
         return self.weights_blob()[1]
 
+    def _restore(self, file: Path) -> None:
+        """Goes on from a checkpoint's trainer state: weights, AdamW state, optimizer steps (the learning-rate
+        schedule's position) and version; the reference stays the run's initial policy."""
+        if not file.is_file():
+            raise FileNotFoundError(f"resume_from: no trainer state at {file}")
+        state = torch.load(file, map_location="cpu", weights_only=True)
+        missing = [k for k in ("version", "state_dict", "optimizer", "optimizer_steps") if k not in state]
+        if missing:
+            raise ValueError(f"resume_from: {file} holds no {', '.join(missing)} (not a trainer state)")
+        self.model.load_state_dict(state["state_dict"], strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+        self.optimizer_steps = int(state["optimizer_steps"])
+
     @role_method()
     def checkpoint(self, directory: str) -> str:
-        """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename); its path. A policy
-        loaded from ``model.path`` is also written as ``<directory>/hf/``, ``save_pretrained`` with its tokenizer,
-        which ``AutoModelForCausalLM.from_pretrained`` loads."""
-        version, blob = self.weights_blob()
+        """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename) and returns its path:
+        the weights blob's ``version`` and ``state_dict`` (so it loads as one) with the AdamW state and the optimizer
+        steps taken, all a resumed trainer needs to go on bit for bit; beside it ``weights-v<version>.pt.sha256``,
+        the weights' digest (:func:`policy.weights_sha256`). A policy loaded from ``model.path`` is also written as
+        ``<directory>/hf/``, ``save_pretrained`` with its tokenizer, which ``AutoModelForCausalLM.from_pretrained``
+        loads."""
+        with self._lock:
+            version = self.version
+            state = {"version": version, "state_dict": policy.state_dict_cpu(self.model),
+                     "optimizer": self.optimizer.state_dict(), "optimizer_steps": self.optimizer_steps}
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            blob = buf.getvalue()
+            digest = policy.weights_sha256(self.model)
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         if self.tokenizer is not None:
@@ -341,6 +368,7 @@ class PolicyTrainerImpl(_Telemetry):
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        _write_atomically(Path(f"{target}.sha256"), (digest + "\n").encode())
         return str(target)
 
 
@@ -372,6 +400,19 @@ class RewardEnvironmentImpl(_Telemetry):
         scores = self.function([p.prompt for p in problems], texts, [p.answer for p in problems],
                                [p.metadata for p in problems], self.calls)
         return scores.rewards
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _remote(cls: type) -> Any:

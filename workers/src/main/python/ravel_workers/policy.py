@@ -102,6 +102,19 @@ def read_blob(blob: bytes) -> tuple[int, dict[str, torch.Tensor]]:
     return int(data["version"]), data["state_dict"]
 
 
+def weights_sha256(model: torch.nn.Module) -> str:
+    """A digest of the model's weights that depends on their values only: SHA-256 over every tensor of the state
+    dict in name order (its name, dtype, shape and bytes), so that two trainers holding the same weights agree."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, t in sorted(state_dict_cpu(model).items()):
+        c = t.contiguous()
+        h.update(f"{name}|{c.dtype}|{tuple(c.shape)}|".encode())
+        h.update(c.view(torch.uint8).numpy().tobytes() if c.numel() else b"")
+    return h.hexdigest()
+
+
 def load_blob(model: torch.nn.Module, blob: bytes) -> int:
     """Loads a weights blob into ``model`` (strict: every key must match); returns its version."""
     version, state = read_blob(blob)

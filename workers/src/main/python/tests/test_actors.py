@@ -136,10 +136,30 @@ def test_frozen_reference_and_adamw(trainer, worker):
 def test_checkpoint_is_written_atomically(trainer, tmp_path):
     path = call(trainer.checkpoint, str(tmp_path / "ckpt"))
     assert path == str((tmp_path / "ckpt" / "weights-v0.pt").absolute())
-    assert os.listdir(tmp_path / "ckpt") == ["weights-v0.pt"]
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["weights-v0.pt", "weights-v0.pt.sha256"]
     version, state = policy.read_blob(Path(path).read_bytes())
     model = policy.build_model(ModelConfig(**TINY_MODEL), 7)
     assert version == 0 and all(torch.equal(state[k], v) for k, v in policy.state_dict_cpu(model).items())
+    assert Path(path + ".sha256").read_text().strip() == policy.weights_sha256(model)
+
+
+def test_a_trainer_resumed_from_a_checkpoint_goes_on_bit_for_bit(worker, make_telemetry, tmp_path):
+    # two steps, a checkpoint, two more: a trainer resumed from the checkpoint takes the same two steps
+    spec = trainer_spec(lr_scheduler="cosine", warmup_steps=1, total_steps=4)
+    batches = [batch_of(worker, [[3, 10, 4, 12], [2, 10, 1, 12]]) for _ in range(2)]
+    straight = PolicyTrainerImpl(json.dumps(spec), telemetry=make_telemetry("policy_trainer"))
+    call(straight.train, batches[0])
+    call(straight.train, batches[1])
+    path = call(straight.checkpoint, str(tmp_path / "step-2"))
+    want = [call(straight.train, b) for b in batches]
+    resumed = PolicyTrainerImpl(json.dumps({**spec, "resume_from": path}), telemetry=make_telemetry("p2"))
+    assert resumed.version == 2 and resumed.optimizer_steps == 2
+    got = [call(resumed.train, b) for b in batches]
+    assert got == want  # every measure, the learning rate of the schedule included, equal to the bit
+    assert policy.weights_sha256(resumed.model) == policy.weights_sha256(straight.model)
+    with pytest.raises(FileNotFoundError, match="resume_from"):
+        PolicyTrainerImpl(json.dumps({**spec, "resume_from": str(tmp_path / "nothing.pt")}),
+                          telemetry=make_telemetry("p3"))
 
 
 def test_process_id_is_this_process(worker, trainer):

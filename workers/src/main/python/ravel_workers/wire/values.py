@@ -510,21 +510,24 @@ class GrpoSettings:
 
 @dataclass(frozen=True)
 class TrainerSpec:
-    """The policy trainer's constructor argument."""
+    """The policy trainer's constructor argument; ``resume_from`` names a checkpoint's trainer-state file to go on
+    from (empty: a new run)."""
 
     model: ModelConfig
     seed: int
     grpo: GrpoSettings
     device: str = "auto"
+    resume_from: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         return {"model": self.model.to_wire(), "seed": self.seed, "device": self.device,
-                "grpo": self.grpo.to_wire()}
+                "grpo": self.grpo.to_wire(), "resume_from": self.resume_from}
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> TrainerSpec:
         return cls(model=ModelConfig.from_wire(_require(d, "model", "TrainerSpec")), seed=int(d.get("seed", 0)),
-                   grpo=GrpoSettings.from_wire(d.get("grpo", {})), device=_device(d))
+                   grpo=GrpoSettings.from_wire(d.get("grpo", {})), device=_device(d),
+                   resume_from=str(d.get("resume_from", "")))
 
 
 def _device(d: Mapping[str, Any]) -> str:

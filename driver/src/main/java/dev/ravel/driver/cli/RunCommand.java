@@ -178,7 +178,7 @@ final class RunCommand implements Callable<Integer> {
       } else { // say why the hint would not be true rather than print it
         System.out.printf("%nrun %s interrupted (SIG%s) after %d steps; it cannot be resumed: %s%n", runId,
             signalled.get(), done, ckpt.isEmpty() ? "no step completed a checkpoint"
-                : ckpt.get().meta().weightsSha256() == null ? "a Python trainer's checkpoint holds no optimizer state yet"
+                : ckpt.get().meta().weightsSha256() == null ? "its checkpoint holds no trainer state"
                 : "its newest checkpoint is of step " + ckpt.get().meta().step());
       }
       return Signals.exitCode(signalled.get());

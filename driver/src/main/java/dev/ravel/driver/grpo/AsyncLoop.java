@@ -45,15 +45,15 @@ final class AsyncLoop {
   private final IntConsumer beforeStep;
 
   AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ModelWeights initial) {
-    this(settings, actors, trainPhase, steps, initial, 0, step -> { });
+    this(settings, actors, trainPhase, steps, initial.version(), 0, step -> { });
   }
 
   /**
-   * A loop whose workers serve {@code serving} and whose first step is the 0-based {@code firstStep} (a
-   * resumed run's; the collector's first target step is the same); {@code beforeStep} runs before each step
-   * and may end the run by throwing.
+   * A loop whose workers serve weight version {@code servingVersion} and whose first step is the 0-based
+   * {@code firstStep} (a resumed run's; the collector's first target step is the same); {@code beforeStep} runs
+   * before each step and may end the run by throwing.
    */
-  AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ModelWeights serving,
+  AsyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, long servingVersion,
       int firstStep, IntConsumer beforeStep) {
     this.firstStep = firstStep;
     this.beforeStep = beforeStep;
@@ -61,7 +61,7 @@ final class AsyncLoop {
     this.actors = actors;
     this.trainPhase = trainPhase;
     this.steps = steps;
-    this.version = serving.version();
+    this.version = servingVersion;
   }
 
   void run() {

@@ -76,12 +76,13 @@ final class GrpoActors {
 
   /**
    * Creates every actor of a run that starts from {@code initial} (Java workers) or from the Python model's
-   * seeded initialisation (Python workers), and waits until each is up. A resumed run ({@code resume} not
-   * null) has its Java trainer continue from that state, {@code initial} staying its reference policy, and its
-   * workers serve the state's weights.
+   * seeded initialisation (Python workers), and waits until each is up. A resumed run ({@code from} not null) has
+   * its trainer continue from the checkpoint's state, the initial policy staying its reference, and its workers
+   * serve the checkpoint's weights (Python workers load them from the trainer before the first step).
    */
-  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights initial, TrainerState resume,
+  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights initial, Resume from,
       int eos) {
+    TrainerState resume = from == null ? null : from.state();
     ModelWeights weights = resume == null ? initial : resume.weights();
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     GrpoConfig grpo = settings.grpo();
@@ -110,7 +111,8 @@ final class GrpoActors {
             .maxRestarts(settings.maxRestarts()).remote();
     RavelActorHandle<PolicyTrainer> trainer = py != null
         ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
-            PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo), PolicyTrainer.class)
+            PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo,
+                from == null ? null : from.pythonStateFile()), PolicyTrainer.class)
             .gpus(py.trainerGpus()).remote()
         : session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class).remote();
     RavelActorHandle<ReplayBuffer> buffer = null;
@@ -120,7 +122,7 @@ final class GrpoActors {
       CollectorSpec cs = new CollectorSpec(workers, reward, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
-          settings.groupsPerCall(), settings.maxRestarts(), resume == null ? 0 : resume.weights().version(),
+          settings.groupsPerCall(), settings.maxRestarts(), from == null ? 0 : from.weightVersion(),
           data == null ? null : data.prepared().prompts());
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).remote();
@@ -129,6 +131,9 @@ final class GrpoActors {
         new Failover(session.spans(), settings.maxRestarts(), workers, reward));
     actors.awaitReady();
     actors.failover.recordProcesses();
+    if (from != null && from.pythonStateFile() != null) {
+      actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
+    }
     return actors;
   }
 
@@ -166,27 +171,31 @@ final class GrpoActors {
    * loaded once Ray has restarted it. Returns the number of actor calls.
    */
   int refit(TrainOutcome update) {
-    int calls = 0;
-    ObjectRef<?> ref;
-    if (update.weights() != null) {
-      ref = store.put(Payload.of(update.weights()));
-    } else {
-      ref = trainer.call(PolicyTrainer::weights).rayRef();
-      calls++;
+    if (update.weights() == null) {
+      return refitFromTrainer(update.version());
     }
+    return load(store.put(Payload.of(update.weights())), update.version());
+  }
+
+  /** Has every worker load the trainer's current weights, version {@code version}; returns the actor calls made. */
+  int refitFromTrainer(long version) {
+    return 1 + load(trainer.call(PolicyTrainer::weights).rayRef(), version);
+  }
+
+  private int load(ObjectRef<?> ref, long version) {
     served = ref; // held here so that the object outlives every worker's (and the collector's) use of it
-    failover.weights(ref, update.version());
+    failover.weights(ref, version);
     List<Failover.Pending<Long>> loads = new ArrayList<>();
     for (int i = 0; i < workers.size(); i++) {
       loads.add(failover.updateWeights(i, ref));
     }
     for (Failover.Pending<Long> load : loads) {
       long v = load.get();
-      if (v != update.version()) {
-        throw new IllegalStateException("worker loaded weight version " + v + ", expected " + update.version());
+      if (v != version) {
+        throw new IllegalStateException("worker loaded weight version " + v + ", expected " + version);
       }
     }
-    return calls + loads.size();
+    return loads.size();
   }
 
   /** The object the workers' current weights are in; null before the first refit. */

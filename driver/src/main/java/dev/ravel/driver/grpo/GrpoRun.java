@@ -80,8 +80,8 @@ public final class GrpoRun {
         session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE));
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
     ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
-    ModelWeights serving = resume == null ? initial : resume.state().weights();
-    actors = GrpoActors.create(session, settings, initial, resume == null ? null : resume.state(), eos);
+    long serving = resume == null ? initial.version() : resume.weightVersion();
+    actors = GrpoActors.create(session, settings, initial, resume, eos);
     TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig, eos);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
@@ -105,10 +105,22 @@ public final class GrpoRun {
 
   /**
    * The SHA-256 of the last step's weights ({@link ModelWeights#sha256}): a resumed run that ends with the same
-   * digest as an uninterrupted one ends with bit-identical weights. Null with a Python trainer or before a step.
+   * digest as an uninterrupted one ends with bit-identical weights (a Python trainer's: the digest of its last
+   * checkpoint, {@code policy.weights_sha256}). Null before a step.
    */
   public String finalWeightsSha256() {
-    return steps == null ? null : steps.lastWeightsSha256();
+    if (steps == null) {
+      return null;
+    }
+    String java = steps.lastWeightsSha256();
+    if (java != null || steps.history().isEmpty()) {
+      return java;
+    }
+    // a Python trainer keeps its weights: the digest it wrote with the last step's checkpoint (the last step is
+    // always checkpointed)
+    int done = (resume == null ? 0 : resume.completedSteps()) + steps.history().size();
+    return Checkpoints.latest(session.config().runDir()).filter(c -> c.meta().step() == done)
+        .map(c -> c.meta().weightsSha256()).orElse(null);
   }
 
   /** The steps finished so far. */

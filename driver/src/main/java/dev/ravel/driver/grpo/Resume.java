@@ -16,7 +16,8 @@ import java.util.Set;
  * have done.
  *
  * @param checkpoint the checkpoint on disk
- * @param state the trainer's weights and optimizer state in it
+ * @param state the Java trainer's weights and optimizer state in it; null for a Python trainer, which reads its own
+ *     state file ({@link #pythonStateFile()}: weights, AdamW state, optimizer steps, version)
  */
 public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
   /** Config keys a resumed run may change: how many steps, where it runs, how it is observed. */
@@ -25,7 +26,21 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
 
   public Resume {
     Objects.requireNonNull(checkpoint, "checkpoint");
-    Objects.requireNonNull(state, "state");
+  }
+
+  /** The version of the weights the checkpoint holds, the version the resumed run's workers serve first. */
+  public long weightVersion() {
+    return state != null ? state.weights().version() : checkpoint.meta().weightVersion();
+  }
+
+  /** A Python trainer's state file to go on from; null for a Java trainer's checkpoint. */
+  public Path pythonStateFile() {
+    return state == null ? checkpoint.trainerFile() : null;
+  }
+
+  /** The file beside a Python trainer's state file that holds its weights' digest. */
+  static Path digestFile(Path stateFile) {
+    return stateFile.resolveSibling(stateFile.getFileName() + ".sha256");
   }
 
   /**
@@ -98,8 +113,23 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
           + found.meta().step() + " steps already: nothing to resume (raise " + Keys.STEPS + " to train on)");
     }
     if (found.meta().weightsSha256() == null) {
-      throw new ConfigException("--resume", "run " + runId + " was trained by a Python trainer, whose checkpoints"
-          + " hold its weights but not its optimizer state: it cannot be resumed yet");
+      throw new ConfigException("--resume", "run " + runId + "'s checkpoint was written by a Python trainer of an"
+          + " earlier Ravel, which kept no optimizer state: it cannot be resumed");
+    }
+    if (Keys.RUNTIME_PYTHON.equals(String.valueOf(config.get(Keys.TRAINER_RUNTIME.dotted())))) {
+      Path file = found.trainerFile();
+      String digest;
+      try {
+        digest = java.nio.file.Files.readString(digestFile(file)).trim();
+      } catch (java.io.IOException e) {
+        throw new ConfigException("--resume", "cannot read " + digestFile(file) + ": the checkpoint is damaged ("
+            + e.getMessage() + ")");
+      }
+      if (!java.nio.file.Files.isRegularFile(file) || !digest.equals(found.meta().weightsSha256())) {
+        throw new ConfigException("--resume", file + " is missing or does not hold the weights its checkpoint names"
+            + " (digest differs): the checkpoint is damaged");
+      }
+      return new Resume(found, null);
     }
     TrainerState state = TrainerStateFile.read(found.trainerFile());
     if (!state.weights().sha256().equals(found.meta().weightsSha256())) {

@@ -101,6 +101,7 @@ final class Steps {
     if (log != null) {
       log.record(m);
     }
+    t.completeCheckpoint(); // after the step's line: a checkpoint never runs ahead of steps.jsonl
     listener.onStep(m, settings.steps());
     return m;
   }

@@ -39,15 +39,15 @@ final class SyncLoop {
 
   SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, ArithmeticTask task,
       Tokenizer tokenizer, ModelWeights initial) {
-    this(settings, actors, trainPhase, steps, PromptSource.of(task, tokenizer), initial, 0, step -> { });
+    this(settings, actors, trainPhase, steps, PromptSource.of(task, tokenizer), initial.version(), 0, step -> { });
   }
 
   /**
-   * A loop whose workers serve {@code serving} and whose first step is the 0-based {@code firstStep} (a
-   * resumed run's); {@code beforeStep} runs before each step and may end the run by throwing.
+   * A loop whose workers serve weight version {@code servingVersion} and whose first step is the 0-based
+   * {@code firstStep} (a resumed run's); {@code beforeStep} runs before each step and may end the run by throwing.
    */
   SyncLoop(GrpoSettings settings, GrpoActors actors, TrainPhase trainPhase, Steps steps, PromptSource prompts,
-      ModelWeights serving, int firstStep, IntConsumer beforeStep) {
+      long servingVersion, int firstStep, IntConsumer beforeStep) {
     this.firstStep = firstStep;
     this.beforeStep = beforeStep;
     this.settings = settings;
@@ -55,7 +55,7 @@ final class SyncLoop {
     this.trainPhase = trainPhase;
     this.steps = steps;
     this.prompts = prompts;
-    this.version = serving.version();
+    this.version = servingVersion;
   }
 
   void run() {

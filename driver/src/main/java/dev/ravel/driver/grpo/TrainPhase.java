@@ -60,9 +60,23 @@ final class TrainPhase {
     return settings.grpo().klBeta() != 0;
   }
 
-  /** What a step's update gave: the new weights (or their version) and the numbers the step reports. */
+  /**
+   * What a step's update gave: the new weights (or their version) and the numbers the step reports, and the
+   * completion of the step's checkpoint when one was written ({@link #completeCheckpoint}).
+   */
   record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories,
-      dev.ravel.telemetry.runs.StepRecord.Completions completions) {}
+      dev.ravel.telemetry.runs.StepRecord.Completions completions, Runnable checkpointCompletion) {
+    /**
+     * Marks the step's checkpoint complete (its {@code checkpoint.json}), once the step's line is in
+     * {@code steps.jsonl}: a run killed in between resumes from the checkpoint before, so no step that a resumed
+     * run skips lacks its line. Nothing when the step wrote no checkpoint.
+     */
+    void completeCheckpoint() {
+      if (checkpointCompletion != null) {
+        checkpointCompletion.run();
+      }
+    }
+  }
 
   /**
    * Trains step {@code step} on {@code batch}; {@code stepSpan} gets the count of flat groups.
@@ -96,14 +110,15 @@ final class TrainPhase {
     TrainOutcome out = clock.time(Phase.TRAINING, () -> trainer.call(PolicyTrainer::train, batch).get());
     lastStep = step;
     lastOutcome = out;
+    Runnable completion = null;
     if (settings.checkpointAfter(step)) {
-      clock.time(Phase.CHECKPOINTING, () -> checkpoint(step, out));
+      completion = clock.time(Phase.CHECKPOINTING, () -> writeCheckpoint(step, out));
       checkpointed = step;
     }
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
     double mean = Arrays.stream(rewards).average().orElse(0);
     double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
-    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size(), completions(batch));
+    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size(), completions(batch), completion);
   }
 
   /** The batch's completion lengths: a completion of {@code max_new_tokens} tokens without the EOS was cut. */
@@ -145,11 +160,26 @@ final class TrainPhase {
 
   /** The checkpoint after step {@code step}: the trainer's state file, then the folder completed. */
   private Path checkpoint(int step, TrainOutcome out) {
+    writeCheckpoint(step, out).run();
+    return Checkpoints.stepFolder(runDir, step + 1);
+  }
+
+  /** Writes the trainer's state file of the checkpoint after step {@code step}; the result completes the folder. */
+  private Runnable writeCheckpoint(int step, TrainOutcome out) {
     Path dir = Checkpoints.stepFolder(runDir, step + 1);
     Path file = Path.of(trainer.call(PolicyTrainer::checkpoint, dir.toString()).get());
-    Checkpoints.complete(runDir, dir, new Checkpoints.Meta(step + 1, out.version(), file.getFileName().toString(),
-        out.weights() == null ? null : out.weights().sha256(), config, Checkpoints.now()));
-    return dir;
+    Checkpoints.Meta meta = new Checkpoints.Meta(step + 1, out.version(), file.getFileName().toString(),
+        out.weights() == null ? pythonDigest(file) : out.weights().sha256(), config, Checkpoints.now());
+    return () -> Checkpoints.complete(runDir, dir, meta);
+  }
+
+  /** The weights' digest a Python trainer wrote beside its state file. */
+  private static String pythonDigest(Path stateFile) {
+    try {
+      return java.nio.file.Files.readString(Resume.digestFile(stateFile)).trim();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("the trainer wrote " + stateFile + " but not its digest", e);
+    }
   }
 
   /** Groups of {@code groupSize} consecutive advantages that are all zero (equal rewards: no learning signal). */

@@ -47,35 +47,7 @@ final class ResumeIT {
     assertThat(expected).hasSize(64);
 
     // the same run, killed after its 6th step
-    Path out = Files.createTempFile(tmp, "driver", ".out");
-    List<String> cmd = new ArrayList<>(List.of(home().resolve("bin/ravel").toString()));
-    cmd.addAll(runArgs("killed"));
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
-    pb.environment().clear();
-    pb.environment().putAll(TestEnv.clean());
-    Process driver = pb.start();
-    long headPid = -1;
-    try {
-      Matcher m = RavelCommand.awaitOutput(out, driver, HEAD, "step   6/", 240);
-      headPid = Long.parseLong(m.group(2));
-      List<Long> head = new ArrayList<>(Procs.group(headPid));
-      new ProcessBuilder("kill", "-KILL", String.valueOf(driver.pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
-      assertThat(driver.waitFor(30, TimeUnit.SECONDS)).isTrue();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (System.nanoTime() < deadline && !Procs.alive(head).isEmpty()) {
-        Thread.sleep(200);
-      }
-      assertThat(Procs.alive(head)).as("the killed driver's head").isEmpty();
-    } finally {
-      if (driver.isAlive()) {
-        driver.destroyForcibly();
-      }
-      if (headPid > 0) {
-        for (long pid : Procs.group(headPid)) {
-          ProcessIdentity.of(pid).ifPresent(ProcessIdentity::kill); // listed just now, signalled only if still it
-        }
-      }
-    }
+    killAfter(runArgs("killed"), "step   6/");
     Path runDir = tmp.resolve("runs").resolve("killed");
     assertThat(Files.exists(runDir.resolve("run.json"))).as("a SIGKILLed driver writes no run.json").isFalse();
 
@@ -113,6 +85,83 @@ final class ResumeIT {
     try (var s = Files.list(runDir.resolve("checkpoints"))) {
       assertThat(s.map(p -> p.getFileName().toString()).sorted().toList())
           .containsExactly("step-000006", "step-000008", "step-000010");
+    }
+  }
+
+  /**
+   * The same for Ravel's Python workers on the CPU: a sync run whose driver is SIGKILLed after step 4 of 8 and is
+   * then resumed ends with the weights (their digest, {@code policy.weights_sha256}) and the per-step rewards of the
+   * uninterrupted run, the resumed trainer going on from its checkpoint's AdamW state and schedule position
+   * ({@code trainer.lr_scheduler=cosine}) and the resumed workers from its weights.
+   */
+  @Test
+  void resume_ofAPythonRunAfterTheDriversSigkill_endsWithTheWeightsOfTheUninterruptedRun() throws Exception {
+    int steps = 8;
+    java.util.function.Function<String, List<String>> args = id -> List.of("run",
+        home().resolve("examples/grpo-python.yaml").toString(), "grpo.steps=" + steps, "grpo.checkpoint_every=2",
+        "grpo.prompts_per_step=8", "grpo.group_size=4", "trainer.lr_scheduler=cosine", "trainer.warmup_steps=1",
+        "telemetry.engine_tracing=false", "telemetry.runs_dir=" + tmp.resolve("runs"), "telemetry.run_id=" + id);
+    RavelCommand.Result straight = RavelCommand.run(SharedRayHead.env(), 600, args.apply("py-straight")
+        .toArray(String[]::new));
+    assertThat(straight.exitCode()).as(straight.stdout() + straight.stderr()).isZero();
+    String expected = runJson("py-straight").get("final_weights_sha256").asText();
+    assertThat(expected).hasSize(64);
+
+    killAfter(args.apply("py-killed"), "step   4/");
+    List<String> resumeArgs = new ArrayList<>(args.apply("py-killed"));
+    resumeArgs.remove("telemetry.run_id=py-killed");
+    resumeArgs.addAll(List.of("--resume", "py-killed"));
+    RavelCommand.Result resumed = RavelCommand.run(SharedRayHead.env(), 600, resumeArgs.toArray(String[]::new));
+    assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
+    Matcher after = Pattern.compile("resumed after step (\\d+)").matcher(resumed.stdout());
+    assertThat(after.find()).as(resumed.stdout()).isTrue();
+    assertThat(Integer.parseInt(after.group(1))).as("the newest checkpoint").isIn(4, 6);
+
+    JsonNode run = runJson("py-killed");
+    assertThat(run.get("status").asText()).isEqualTo("succeeded");
+    assertThat(run.get("final_weights_sha256").asText()).isEqualTo(expected);
+    List<String> straightLines = Files.readAllLines(tmp.resolve("runs").resolve("py-straight").resolve("steps.jsonl"));
+    List<String> resumedLines = Files.readAllLines(tmp.resolve("runs").resolve("py-killed").resolve("steps.jsonl"));
+    assertThat(resumedLines).hasSize(steps);
+    for (int i = 0; i < steps; i++) {
+      JsonNode a = JSON.readTree(straightLines.get(i));
+      JsonNode b = JSON.readTree(resumedLines.get(i));
+      assertThat(b.get("rewardMean").asDouble()).as("step %d's reward", i + 1).isEqualTo(a.get("rewardMean").asDouble());
+      assertThat(b.get("update").get("learningRate").asDouble()).as("step %d's learning rate", i + 1)
+          .isEqualTo(a.get("update").get("learningRate").asDouble());
+    }
+  }
+
+  /** Starts {@code bin/ravel} with {@code args} on its own head and SIGKILLs the driver once {@code line} shows. */
+  private void killAfter(List<String> args, String line) throws Exception {
+    Path out = Files.createTempFile(tmp, "driver", ".out");
+    List<String> cmd = new ArrayList<>(List.of(home().resolve("bin/ravel").toString()));
+    cmd.addAll(args);
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
+    pb.environment().clear();
+    pb.environment().putAll(TestEnv.clean());
+    Process driver = pb.start();
+    long headPid = -1;
+    try {
+      Matcher m = RavelCommand.awaitOutput(out, driver, HEAD, line, 300);
+      headPid = Long.parseLong(m.group(2));
+      List<Long> head = new ArrayList<>(Procs.group(headPid));
+      new ProcessBuilder("kill", "-KILL", String.valueOf(driver.pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
+      assertThat(driver.waitFor(30, TimeUnit.SECONDS)).isTrue();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (System.nanoTime() < deadline && !Procs.alive(head).isEmpty()) {
+        Thread.sleep(200);
+      }
+      assertThat(Procs.alive(head)).as("the killed driver's head").isEmpty();
+    } finally {
+      if (driver.isAlive()) {
+        driver.destroyForcibly();
+      }
+      if (headPid > 0) {
+        for (long pid : Procs.group(headPid)) {
+          ProcessIdentity.of(pid).ifPresent(ProcessIdentity::kill); // listed just now, signalled only if still it
+        }
+      }
     }
   }
 

@@ -68,9 +68,22 @@ final class OtlpJson {
     return new SpanRecord(traceId, spanId, hex(s, "parentSpanId", "parent_span_id"), text(s, "name"),
         integer(s, "kind"), nanos(s, "startTimeUnixNano", "start_time_unix_nano"),
         nanos(s, "endTimeUnixNano", "end_time_unix_nano"), status == null ? 0 : integer(status, "code"),
-        status == null ? "" : text(status, "message"), attributes(field(s, "attributes")), resource, events,
+        status == null ? "" : text(status, "message"), spanAttributes(field(s, "attributes")), resource, events,
         links, source);
   }
+
+  /**
+   * A span's attributes without the annotations a backend adds of its own: Jaeger's query service returns its
+   * clock-skew notes as {@code @jaeger@warnings} (its reserved {@code @jaeger@} prefix), which no process sent.
+   */
+  private static Map<String, Object> spanAttributes(JsonNode kvs) {
+    Map<String, Object> out = attributes(kvs);
+    out.keySet().removeIf(k -> k.startsWith(JAEGER_ANNOTATION));
+    return out;
+  }
+
+  /** The prefix of the attributes Jaeger adds to the spans it returns. */
+  static final String JAEGER_ANNOTATION = "@jaeger@";
 
   /** OTLP {@code KeyValue} list to a map of plain values. */
   static Map<String, Object> attributes(JsonNode kvs) {

@@ -48,7 +48,16 @@ public final class PythonWorkers {
 
   /** The policy trainer's spec. */
   public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo) {
+    return trainerSpec(model, seed, device, grpo, null);
+  }
+
+  /** The policy trainer's spec, going on from the trainer-state file {@code resumeFrom} when it is not null. */
+  public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo,
+      java.nio.file.Path resumeFrom) {
     ObjectNode o = JSON.createObjectNode();
+    if (resumeFrom != null) {
+      o.put("resume_from", resumeFrom.toAbsolutePath().toString());
+    }
     o.set("model", model(model));
     o.put("seed", seed);
     o.put("device", device(device));
