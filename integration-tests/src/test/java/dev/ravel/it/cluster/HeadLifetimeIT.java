@@ -119,6 +119,41 @@ final class HeadLifetimeIT {
   }
 
   @Test
+  void pythonDriverInterrupted_theStoppedStepIsCheckpointedAndTheRunResumes() throws Exception {
+    String[] small = {"grpo.prompts_per_step=8", "grpo.group_size=4", "telemetry.engine_tracing=false"};
+    Running run = start(TestEnv.clean(), "examples/grpo-python.yaml", small);
+    long headPid = -1;
+    String headStart = "";
+    try {
+      Matcher m = run.await(HEAD, "step   3/");
+      headPid = Long.parseLong(m.group(2));
+      headStart = Procs.startTime(headPid).orElse("");
+      signal(run, "INT");
+      assertThat(run.process.waitFor(TERM_BOUND_S, TimeUnit.SECONDS)).as("the driver ends").isTrue();
+      assertThat(run.process.exitValue()).isEqualTo(130);
+    } finally {
+      run.stop();
+      stopLeftover(headPid, headStart);
+    }
+    Path runDir;
+    try (var dirs = Files.list(tmp.resolve("runs"))) {
+      runDir = dirs.findFirst().orElseThrow();
+    }
+    int steps = new com.fasterxml.jackson.databind.ObjectMapper().readTree(runDir.resolve("run.json").toFile())
+        .get("steps").asInt();
+    // grpo.checkpoint_every is 0: the stopped step's checkpoint is the one SIGINT wrote, so the hint is true
+    assertThat(Files.readString(run.out())).contains("interrupted (SIGINT) after " + steps + " steps; go on with:");
+    List<String> resume = new ArrayList<>(List.of("run", home().resolve("examples/grpo-python.yaml").toString(),
+        "grpo.steps=" + (steps + 2), "telemetry.runs_dir=" + tmp.resolve("runs"), "--resume",
+        runDir.getFileName().toString()));
+    resume.addAll(List.of(small));
+    RavelCommand.Result resumed = RavelCommand.run(TestEnv.clean(), 300, resume.toArray(String[]::new));
+    assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
+    assertThat(resumed.stdout()).contains("resumed after step " + steps).contains("succeeded: 2 steps");
+    assertThat(Files.readAllLines(runDir.resolve("steps.jsonl"))).hasSize(steps + 2);
+  }
+
+  @Test
   void driverKilled_aHeadItDidNotStartKeepsRunning() throws Exception {
     try (LocalRayHead head = LocalRayHead.builder(RayHome.locate(TestEnv.clean())).environment(TestEnv.clean())
         .start()) {
@@ -160,14 +195,19 @@ final class HeadLifetimeIT {
     }
   }
 
-  private Running start(Map<String, String> env) throws IOException {
+  private Running start(Map<String, String> env, String... extra) throws IOException {
+    return start(env, "examples/grpo-sync.yaml", extra);
+  }
+
+  private Running start(Map<String, String> env, String example, String... extra) throws IOException {
     Path out = Files.createTempFile(tmp, "driver", ".out");
     // SIGINT back to its default first: a test run in the background (CI, nohup) inherits it ignored, and a
     // process started with SIGINT ignored rightly ignores it (perl resets it and execs: the PID stays the driver's)
-    ProcessBuilder pb = new ProcessBuilder("perl", "-e", "$SIG{INT} = 'DEFAULT'; exec @ARGV or die $!",
-        home().resolve("bin/ravel").toString(), "run",
-        home().resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=20000",
-        "telemetry.runs_dir=" + tmp.resolve("runs")).redirectErrorStream(true).redirectOutput(out.toFile());
+    List<String> cmd = new ArrayList<>(List.of("perl", "-e", "$SIG{INT} = 'DEFAULT'; exec @ARGV or die $!",
+        home().resolve("bin/ravel").toString(), "run", home().resolve(example).toString(), "grpo.steps=20000",
+        "telemetry.runs_dir=" + tmp.resolve("runs")));
+    cmd.addAll(List.of(extra));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
     pb.environment().clear();
     pb.environment().putAll(env);
     Process p = pb.start();
