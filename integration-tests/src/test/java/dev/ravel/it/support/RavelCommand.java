@@ -24,25 +24,54 @@ public final class RavelCommand {
     List<String> cmd = new ArrayList<>();
     cmd.add(home.resolve("bin/ravel").toString());
     cmd.addAll(List.of(args));
-    Path out = Files.createTempFile("ravel-out", ".txt");
-    Path err = Files.createTempFile("ravel-err", ".txt");
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
+    ProcessBuilder pb = new ProcessBuilder(cmd);
     pb.environment().clear();
     pb.environment().putAll(env);
     Process p = pb.start();
-    try {
-      if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
-        p.destroy();
-        if (!p.waitFor(20, TimeUnit.SECONDS)) {
-          p.destroyForcibly();
-        }
-        throw new IllegalStateException("bin/ravel " + String.join(" ", args) + " did not finish in "
-            + timeoutSeconds + " s; stdout:\n" + Files.readString(out) + "\nstderr:\n" + Files.readString(err));
+    // read to the end of each stream, not merely until the driver exits: bin/ravel's stderr passes through a filter
+    // process (awk) that may still be writing the driver's last line when the JVM has exited
+    Drain out = new Drain(p.getInputStream());
+    Drain err = new Drain(p.getErrorStream());
+    if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+      p.destroy();
+      if (!p.waitFor(20, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
       }
-      return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
-    } finally {
-      Files.deleteIfExists(out);
-      Files.deleteIfExists(err);
+      throw new IllegalStateException("bin/ravel " + String.join(" ", args) + " did not finish in "
+          + timeoutSeconds + " s; stdout:\n" + out.text(5) + "\nstderr:\n" + err.text(5));
+    }
+    // the filter ends once the driver's stderr is closed; a bound in case some daemon kept the pipe open
+    return new Result(p.exitValue(), out.text(30), err.text(30));
+  }
+
+  /** A stream read to its end on a thread of its own. */
+  private static final class Drain {
+    private final java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    private final Thread thread;
+
+    Drain(java.io.InputStream in) {
+      thread = new Thread(() -> {
+        byte[] buf = new byte[8192];
+        try (in) {
+          for (int n; (n = in.read(buf)) >= 0; ) {
+            synchronized (bytes) {
+              bytes.write(buf, 0, n);
+            }
+          }
+        } catch (IOException e) {
+          // the process was destroyed: what was read stays
+        }
+      }, "ravel-command-drain");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    /** What was read, once the stream ended or {@code seconds} passed. */
+    String text(long seconds) throws InterruptedException {
+      thread.join(TimeUnit.SECONDS.toMillis(seconds));
+      synchronized (bytes) {
+        return bytes.toString(StandardCharsets.UTF_8);
+      }
     }
   }
 
