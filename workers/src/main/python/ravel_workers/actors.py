@@ -358,16 +358,7 @@ class PolicyTrainerImpl(_Telemetry):
                     shutil.rmtree(staging, ignore_errors=True)
                     raise
         target = (folder / f"weights-v{version}.pt").absolute()
-        fd, tmp = tempfile.mkstemp(prefix=f".weights-v{version}.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_atomically(target, blob)
         _write_atomically(Path(f"{target}.sha256"), (digest + "\n").encode())
         return str(target)
 
@@ -403,6 +394,7 @@ class RewardEnvironmentImpl(_Telemetry):
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
+    """Writes ``target`` whole or not at all: a temporary file beside it, synced, then renamed over it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -146,7 +146,9 @@ final class ResumeIT {
       Matcher m = RavelCommand.awaitOutput(out, driver, HEAD, line, 300);
       headPid = Long.parseLong(m.group(2));
       List<Long> head = new ArrayList<>(Procs.group(headPid));
-      new ProcessBuilder("kill", "-KILL", String.valueOf(driver.pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
+      // SIGKILL through the JDK's handle of its own child: it signals only while that child is unreaped, so the
+      // PID cannot have passed to another process
+      driver.destroyForcibly();
       assertThat(driver.waitFor(30, TimeUnit.SECONDS)).isTrue();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
       while (System.nanoTime() < deadline && !Procs.alive(head).isEmpty()) {
