@@ -9,6 +9,8 @@ thread-safe, so they may run as threaded actors (``max_concurrency > 1``).
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import io
 import json
 import math
@@ -22,8 +24,9 @@ from typing import Any, Protocol
 
 import torch
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 
-from . import hf, policy, rewards
+from . import hf, names, policy, rewards
 from .engine import TransformersEngine
 from .grpo import (
     Measures,
@@ -46,6 +49,7 @@ from .wire import (
     GenerationWorkerSpec,
     LogProbSummary,
     Problem,
+    RewardScores,
     RewardSpec,
     TrainerSpec,
     TrainOutcome,
@@ -367,8 +371,11 @@ class RewardEnvironmentImpl(_Telemetry):
     """The reward environment of a run on your data: your reward function (``reward.function``) over the decoded
     completions, with the prompts, the reference answers and each row's metadata.
 
-    A function that raises, returns the wrong count or a non-number fails the call with its name and message
-    (the step fails, saying so).
+    A function that returns the wrong count or a non-number fails the call with its name and message (the step
+    fails, saying so); one that raises does the same, or with ``on_error: zero`` has the call's completions
+    scored 0 and counted (``failed``); a call that takes longer than ``timeout_s`` fails naming the function
+    (its thread cannot be stopped, so every later call fails too: the run ends). The call's span
+    (``rl.reward.score``) names the function and counts the failed completions.
     """
 
     ROLE = "reward_environment"
@@ -380,17 +387,45 @@ class RewardEnvironmentImpl(_Telemetry):
         self.tokenizer = hf.load_tokenizer(self.spec.model_path)
         self.function = rewards.RewardFunction(self.spec.function, self.spec.code_path)
         self.calls = 0
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._hung: str | None = None
 
     @role_method()
-    def score(self, problems: list[Problem], completions: list[list[int]]) -> list[float]:
+    def score(self, problems: list[Problem], completions: list[list[int]]) -> RewardScores:
         """The reward of each completion (token ids, decoded without special tokens) for its problem."""
         if len(problems) != len(completions):
             raise ValueError(f"score: {len(problems)} problems for {len(completions)} completions")
+        span = trace.get_current_span()
+        span.set_attribute(names.REWARD_FUNCTION, self.spec.function)
         texts = [str(t) for t in self.tokenizer.batch_decode(completions, skip_special_tokens=True)]
         self.calls += 1
-        scores = self.function([p.prompt for p in problems], texts, [p.answer for p in problems],
-                               [p.metadata for p in problems], self.calls)
-        return scores.rewards
+        try:
+            scores = self._call([p.prompt for p in problems], texts, [p.answer for p in problems],
+                                [p.metadata for p in problems], self.calls)
+        except rewards.RewardRaised:
+            if self.spec.on_error != "zero":
+                raise
+            span.set_attribute(names.REWARD_FAILED, len(texts))
+            return RewardScores([0.0] * len(texts), texts, {}, len(texts))
+        return RewardScores(scores.rewards, texts, scores.components, 0)
+
+    def _call(self, prompts: list[str], texts: list[str], answers: list[str], metadata: list[dict[str, Any]],
+              step: int) -> rewards.Scores:
+        """The function's scores, in a thread of their own when calls have a time limit."""
+        if self.spec.timeout_s <= 0:
+            return self.function(prompts, texts, answers, metadata, step)
+        if self._hung is not None:
+            raise rewards.RewardError(self._hung)
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward")
+        call = contextvars.copy_context()
+        future = self._pool.submit(call.run, self.function, prompts, texts, answers, metadata, step)
+        try:
+            return future.result(timeout=self.spec.timeout_s)
+        except concurrent.futures.TimeoutError:
+            self._hung = (f"reward.function {self.function.name}: a call took more than reward.timeout_s ="
+                          f" {self.spec.timeout_s:g} s ({len(texts)} completions)")
+            raise rewards.RewardError(self._hung) from None
 
 
 def _write_atomically(target: Path, data: bytes) -> None:

@@ -66,6 +66,8 @@ OPERATION_TEXT_COMPLETION: Final[str] = CONTRACT["engine_values"]["OPERATION_TEX
 # the role spans' attributes (Java RavelAttributes)
 ACTOR_ROLE: Final[str] = _ROLE["ACTOR_ROLE"]
 ACTOR_METHOD: Final[str] = _ROLE["ACTOR_METHOD"]
+REWARD_FUNCTION: Final[str] = _ROLE["REWARD_FUNCTION"]
+REWARD_FAILED: Final[str] = _ROLE["REWARD_FAILED"]
 
 # resource attributes every process carries (Java RavelAttributes)
 RUN_ID: Final[str] = _RESOURCE["RUN_ID"]
@@ -94,5 +96,7 @@ OTLP_ENV_PREFIX: Final[str] = CONTRACT["environment"]["otlp_prefix"]
 GRPO_DEFAULTS: Final[dict[str, float | int | str | bool]] = dict(CONTRACT["grpo_defaults"])
 #: The named choices of the GRPO settings (``loss_type``, ``scale_rewards``, ``kl_estimator``, ``lr_scheduler``).
 GRPO_CHOICES: Final[dict[str, tuple[str, ...]]] = {k: tuple(v) for k, v in CONTRACT["grpo_choices"].items()}
+#: What the reward environment does when your reward function raises (``reward.on_error``), the first the default.
+REWARD_ON_ERROR: Final[tuple[str, ...]] = tuple(CONTRACT["reward_on_error"])
 #: The fields of a trainer's ``TrainOutcome`` on the wire, in order (the Java ``TrainMetrics`` components).
 TRAIN_METRICS: Final[tuple[str, ...]] = tuple(CONTRACT["train_metrics"])

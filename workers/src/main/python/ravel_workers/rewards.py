@@ -28,6 +28,10 @@ class RewardError(ValueError):
     """A reward function that cannot be found, called, or whose result is not one number per completion."""
 
 
+class RewardRaised(RewardError):
+    """The reward function raised (``reward.on_error`` decides whether the step fails); the message names it."""
+
+
 def exact_match(completions: Sequence[str], answers: Sequence[str], **_: Any) -> list[float]:
     """1 where the completion, trimmed, is the answer, trimmed; else 0."""
     return [1.0 if c.strip() == a.strip() else 0.0 for c, a in zip(completions, answers, strict=True)]
@@ -87,7 +91,7 @@ class RewardFunction:
         try:
             result = self.fn(**{k: given[k] for k in self.arguments})
         except Exception as e:
-            raise RewardError(f"reward.function {self.name}: raised {type(e).__name__}: {e}") from e
+            raise RewardRaised(f"reward.function {self.name}: raised {type(e).__name__}: {e}") from e
         if isinstance(result, Mapping):
             components = {str(k): _numbers(self.name, f"component '{k}'", v, n) for k, v in result.items()}
             if not components:

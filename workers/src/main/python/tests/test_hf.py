@@ -13,8 +13,9 @@ import torch
 
 from ravel_workers import hf
 from ravel_workers.actors import PolicyTrainerImpl, RewardEnvironmentImpl
+from ravel_workers.rewards import RewardError
 from ravel_workers.telemetry import ProcessTelemetry
-from ravel_workers.wire import Problem
+from ravel_workers.wire import Problem, RewardScores, RewardSpec
 
 PACKAGE = Path(__file__).parent.parent
 
@@ -60,7 +61,66 @@ def test_reward_environment_decodes_completions_and_calls_the_function(
     seven = tok("7", add_special_tokens=False).input_ids + [tok.eos_token_id]
     eight = tok("8", add_special_tokens=False).input_ids
     problems = [Problem("3+4=", "7"), Problem("3+4=", "7")]
-    assert RewardEnvironmentImpl.score.typed(env, problems, [seven, eight]) == [1.0, 0.0]  # type: ignore[attr-defined]
+    scores = RewardEnvironmentImpl.score.typed(env, problems, [seven, eight])  # type: ignore[attr-defined]
+    assert scores == RewardScores([1.0, 0.0], ["7", "8"], {}, 0)
+
+
+def _env(hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path,
+         function: str, **spec: object) -> RewardEnvironmentImpl:
+    code = tmp_path / "code"
+    code.mkdir(exist_ok=True)
+    (code / "env_rewards.py").write_text(
+        "import time\n"
+        "def parts(completions, answers):\n"
+        "    return {'exact': [float(c == a) for c, a in zip(completions, answers)], 'short': [0.5] * len(answers)}\n"
+        "def broken(completions):\n"
+        "    raise KeyError('no answer here')\n"
+        "def slow(completions):\n"
+        "    time.sleep(3)\n"
+        "    return [0.0] * len(completions)\n", encoding="utf-8")
+    return RewardEnvironmentImpl({"model_path": hf_checkpoint["model"], "function": function,
+                                  "code_path": [str(code)], **spec}, telemetry=make_telemetry("reward_environment"))
+
+
+def _two(env: RewardEnvironmentImpl) -> tuple[list[Problem], list[list[int]]]:
+    tok = env.tokenizer
+    return ([Problem("3+4=", "7"), Problem("3+4=", "7")],
+            [tok("7", add_special_tokens=False).input_ids, tok("8", add_special_tokens=False).input_ids])
+
+
+def test_reward_environment_returns_each_component_beside_their_sum(
+        hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path) -> None:
+    env = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:parts")
+    scores = RewardEnvironmentImpl.score.typed(env, *_two(env))  # type: ignore[attr-defined]
+    assert scores.rewards == [1.5, 0.5]
+    assert scores.components == {"exact": [1.0, 0.0], "short": [0.5, 0.5]} and scores.failed == 0
+
+
+def test_reward_environment_fails_on_a_raising_function_unless_told_to_score_zero(
+        hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path) -> None:
+    failing = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:broken")
+    with pytest.raises(RewardError, match=r"reward.function env_rewards:broken: raised KeyError: 'no answer here'"):
+        RewardEnvironmentImpl.score.typed(failing, *_two(failing))  # type: ignore[attr-defined]
+    zero = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:broken", on_error="zero")
+    scores = RewardEnvironmentImpl.score.typed(zero, *_two(zero))  # type: ignore[attr-defined]
+    assert scores == RewardScores([0.0, 0.0], ["7", "8"], {}, 2)
+
+
+def test_reward_environment_fails_a_call_slower_than_its_timeout_naming_the_function(
+        hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path) -> None:
+    env = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:slow", timeout_s=0.5, on_error="zero")
+    with pytest.raises(RewardError, match=r"reward.function env_rewards:slow: a call took more than "
+                                          r"reward.timeout_s = 0.5 s \(2 completions\)"):
+        RewardEnvironmentImpl.score.typed(env, *_two(env))  # type: ignore[attr-defined]
+    with pytest.raises(RewardError, match="took more than"):  # its thread still runs: every later call fails too
+        RewardEnvironmentImpl.score.typed(env, *_two(env))  # type: ignore[attr-defined]
+
+
+def test_reward_spec_refuses_an_unknown_on_error_and_a_negative_timeout() -> None:
+    with pytest.raises(ValueError, match="RewardSpec.on_error: 'skip' is not one of fail, zero"):
+        RewardSpec("m", "exact_match", on_error="skip")
+    with pytest.raises(ValueError, match="RewardSpec.timeout_s: -1"):
+        RewardSpec("m", "exact_match", timeout_s=-1)
 
 
 def test_prepare_cli_writes_the_rows_and_names_the_key_of_a_problem(hf_checkpoint: dict[str, str],

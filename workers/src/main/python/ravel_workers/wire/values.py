@@ -7,6 +7,7 @@ which checks what it reads and names the key it finds wrong.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -369,14 +370,25 @@ class Problem:
 
 @dataclass(frozen=True)
 class RewardSpec:
-    """The reward environment's constructor argument: the tokenizer's checkpoint and the function to call."""
+    """The reward environment's constructor argument: the tokenizer's checkpoint, the function to call, what a
+    raising function does (``on_error``: ``fail`` or ``zero``) and the longest a call may take (``timeout_s``, 0:
+    no limit)."""
 
     model_path: str
     function: str
     code_path: list[str] = field(default_factory=list)
+    on_error: str = names.REWARD_ON_ERROR[0]
+    timeout_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.on_error not in names.REWARD_ON_ERROR:
+            raise ValueError(f"RewardSpec.on_error: '{self.on_error}' is not one of {', '.join(names.REWARD_ON_ERROR)}")
+        if not (self.timeout_s >= 0 and math.isfinite(self.timeout_s)):
+            raise ValueError(f"RewardSpec.timeout_s: {self.timeout_s} is not a number of seconds >= 0")
 
     def to_wire(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "function": self.function, "code_path": list(self.code_path)}
+        return {"model_path": self.model_path, "function": self.function, "code_path": list(self.code_path),
+                "on_error": self.on_error, "timeout_s": self.timeout_s}
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> RewardSpec:
@@ -384,7 +396,35 @@ class RewardSpec:
         if not isinstance(code_path, list):
             raise ValueError("RewardSpec.code_path: expected a list of folders")
         return cls(model_path=str(_require(d, "model_path", "RewardSpec")),
-                   function=str(_require(d, "function", "RewardSpec")), code_path=[str(p) for p in code_path])
+                   function=str(_require(d, "function", "RewardSpec")), code_path=[str(p) for p in code_path],
+                   on_error=str(d.get("on_error", names.REWARD_ON_ERROR[0])),
+                   timeout_s=float(d.get("timeout_s", 0.0)))
+
+
+@dataclass(frozen=True)
+class RewardScores:
+    """A reward call's result (the Java ``RewardScores``): one reward per completion, the completions as the
+    function read them, each named component (a function returning a mapping; empty otherwise) and how many
+    completions were scored 0 because the function raised (``on_error: zero``)."""
+
+    rewards: list[float]
+    texts: list[str]
+    components: dict[str, list[float]] = field(default_factory=dict)
+    failed: int = 0
+
+    def __post_init__(self) -> None:
+        n = len(self.rewards)
+        if len(self.texts) != n:
+            raise ValueError(f"RewardScores: {len(self.texts)} texts for {n} rewards")
+        for name, values in self.components.items():
+            if len(values) != n:
+                raise ValueError(f"RewardScores: component '{name}' has {len(values)} values for {n} rewards")
+        if not 0 <= self.failed <= n:
+            raise ValueError(f"RewardScores.failed: {self.failed} is not between 0 and {n}")
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"rewards": list(self.rewards), "texts": list(self.texts),
+                "components": {k: list(v) for k, v in self.components.items()}, "failed": self.failed}
 
 
 @dataclass(frozen=True)

@@ -248,6 +248,18 @@ public final class Keys {
   /** {@code reward.code_path}. */
   public static final Key<List<String>> REWARD_CODE_PATH = key("reward", "code_path", LIST, List.of(), any(),
       "folders searched first for `reward.function`'s module");
+  /** {@code reward.on_error}. */
+  public static final Key<String> REWARD_ON_ERROR = key("reward", "on_error", STRING,
+      dev.ravel.workers.reward.RewardEnvironment.ON_ERROR.get(0),
+      oneOf("policy", dev.ravel.workers.reward.RewardEnvironment.ON_ERROR),
+      "when `reward.function` raises: `fail` the step with its type and message, or score the call's completions"
+          + " `zero` and count them (`rewards.failed` in `steps.jsonl`)");
+  /** {@code reward.timeout_s}. */
+  public static final Key<Double> REWARD_TIMEOUT_S = key("reward", "timeout_s", NUMBER, 300.0, in(0, 86_400, true),
+      "a call of `reward.function` that takes longer fails the step naming the function (0: no limit)");
+  /** {@code reward.workers}. */
+  public static final Key<Integer> REWARD_WORKERS = key("reward", "workers", INTEGER, 1, atLeast(1),
+      "reward actors; each scores a contiguous share of every batch at once (for expensive rewards)");
 
   // ---- eval ----
 

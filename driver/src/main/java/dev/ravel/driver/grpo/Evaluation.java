@@ -58,10 +58,11 @@ record Evaluation(DatasetPrompts prompts, int every, SamplingParams sampling, in
    * {@code score} scores the completions.
    */
   StepRecord.Eval run(int step, Function<List<GenerationRequest>, List<GenerationResult>> generate,
-      java.util.function.BiFunction<List<Problem>, List<int[]>, double[]> score) {
+      java.util.function.BiFunction<List<Problem>, List<int[]>, dev.ravel.workers.reward.RewardScores> score) {
     List<GenerationResult> results = generate.apply(requests(step));
     results.forEach(GenerationResult::requireSucceeded);
-    double[] rewards = score.apply(problems(), results.stream().map(GenerationResult::completionTokens).toList());
+    double[] rewards = score.apply(problems(), results.stream().map(GenerationResult::completionTokens).toList())
+        .rewards();
     double sum = 0;
     int correct = 0;
     for (double r : rewards) {

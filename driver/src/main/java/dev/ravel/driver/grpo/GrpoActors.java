@@ -43,7 +43,8 @@ final class GrpoActors {
   private static final int MAX_COLLECTOR_IN_FLIGHT = 64;
 
   final List<RavelActorHandle<GenerationWorker>> workers;
-  final RavelActorHandle<RewardEnvironment> reward;
+  /** The reward environments ({@code reward.workers}), each scoring a share of every batch. */
+  final List<RavelActorHandle<RewardEnvironment>> rewards;
   final RavelActorHandle<PolicyTrainer> trainer;
   /** Null in sync mode. */
   final RavelActorHandle<ReplayBuffer> buffer;
@@ -59,16 +60,16 @@ final class GrpoActors {
   GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
       RavelActorHandle<TrajectoryCollector> collector, Failover failover) {
-    this(workers, reward, trainer, buffer, collector, failover, ObjectStore.RAY);
+    this(workers, List.of(reward), trainer, buffer, collector, failover, ObjectStore.RAY);
   }
 
-  GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
+  GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, List<RavelActorHandle<RewardEnvironment>> rewards,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
       RavelActorHandle<TrajectoryCollector> collector, Failover failover, ObjectStore store) {
     this.store = java.util.Objects.requireNonNull(store, "store");
     this.failover = failover;
     this.workers = List.copyOf(workers);
-    this.reward = reward;
+    this.rewards = List.copyOf(rewards);
     this.trainer = trainer;
     this.buffer = buffer;
     this.collector = collector;
@@ -104,11 +105,16 @@ final class GrpoActors {
           .maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
     }
     GrpoSettings.Data data = settings.data();
-    RavelActorHandle<RewardEnvironment> reward = data == null
-        ? session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts()).remote()
-        : session.pythonActor(PythonWorkers.REWARD_ENVIRONMENT, PythonWorkers.rewardSpec(data.modelPath(),
-            data.prepared().rewardFunction(), data.rewardCodePath()), RewardEnvironment.class)
-            .maxRestarts(settings.maxRestarts()).remote();
+    List<RavelActorHandle<RewardEnvironment>> rewards = new ArrayList<>();
+    for (int i = 0; i < settings.reward().workers(); i++) {
+      rewards.add(data == null
+          ? session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts())
+              .remote()
+          : session.pythonActor(PythonWorkers.REWARD_ENVIRONMENT, PythonWorkers.rewardSpec(data.modelPath(),
+              data.prepared().rewardFunction(), data.rewardCodePath(), settings.reward().onError(),
+              settings.reward().timeoutSeconds()), RewardEnvironment.class)
+              .maxRestarts(settings.maxRestarts()).remote());
+    }
     RavelActorHandle<PolicyTrainer> trainer = py != null
         ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
             PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo,
@@ -119,7 +125,7 @@ final class GrpoActors {
     RavelActorHandle<TrajectoryCollector> collector = null;
     if (settings.async()) {
       buffer = session.actor(ReplayBufferActor::new, ReplayBuffer.class).maxConcurrency(SERVICE_CONCURRENCY).remote();
-      CollectorSpec cs = new CollectorSpec(workers, reward, buffer, settings.promptsPerStep(), settings.groupSize(),
+      CollectorSpec cs = new CollectorSpec(workers, rewards, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
           settings.groupsPerCall(), settings.maxRestarts(), from == null ? 0 : from.weightVersion(),
@@ -127,14 +133,19 @@ final class GrpoActors {
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).remote();
     }
-    GrpoActors actors = new GrpoActors(workers, reward, trainer, buffer, collector,
-        new Failover(session.spans(), settings.maxRestarts(), workers, reward));
+    GrpoActors actors = new GrpoActors(workers, rewards, trainer, buffer, collector,
+        new Failover(session.spans(), settings.maxRestarts(), workers, rewards), ObjectStore.RAY);
     actors.awaitReady();
     actors.failover.recordProcesses();
     if (from != null && from.pythonStateFile() != null) {
       actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
     }
     return actors;
+  }
+
+  /** Reward calls that score {@code completions} completions: one per reward environment given some. */
+  int rewardCalls(int completions) {
+    return Math.max(1, Math.min(rewards.size(), completions));
   }
 
   /** Generate calls the collector makes for one target step. */
@@ -146,7 +157,7 @@ final class GrpoActors {
     List<RavelRef<?>> ready = new ArrayList<>();
     workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
     ready.add(trainer.call(PolicyTrainer::telemetryStats));
-    ready.add(reward.call(RewardEnvironment::telemetryStats));
+    rewards.forEach(r -> ready.add(r.call(RewardEnvironment::telemetryStats)));
     if (buffer != null) {
       ready.add(buffer.call(ReplayBuffer::stats));
       ready.add(collector.call(TrajectoryCollector::stats));

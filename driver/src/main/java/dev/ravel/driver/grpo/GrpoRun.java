@@ -77,7 +77,8 @@ public final class GrpoRun {
       resume.truncateStepLog(session.config().runDir());
     }
     StepLog log = new StepLog(session.config().runDir(),
-        session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE));
+        session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE),
+        session.config().samplesPerStep());
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
     ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
     long serving = resume == null ? initial.version() : resume.weightVersion();

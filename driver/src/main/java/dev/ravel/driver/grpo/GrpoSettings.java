@@ -41,7 +41,16 @@ import dev.ravel.workers.python.PythonModel;
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
-    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data) {
+    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data, Reward reward) {
+
+  /**
+   * How rewards are computed.
+   *
+   * @param workers reward actors sharing each batch ({@code reward.workers})
+   * @param onError {@code fail} or {@code zero} ({@code reward.on_error}; Python reward functions)
+   * @param timeoutSeconds the longest a reward function's call may take (0: no limit)
+   */
+  record Reward(int workers, String onError, double timeoutSeconds) {}
 
   /**
    * A run on your data: the prepared prompts and the reward function that scores them.
@@ -125,7 +134,9 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
                 prepared.eval() == null || config.get(Keys.EVAL_EVERY) == 0 ? null
                     : new Evaluation(prepared.eval(), config.get(Keys.EVAL_EVERY), sampling.toBuilder()
                         .temperature(config.get(Keys.EVAL_TEMPERATURE)).build(), config.get(Keys.EVAL_SAMPLES),
-                        config.get(Keys.EVAL_PASS_THRESHOLD))));
+                        config.get(Keys.EVAL_PASS_THRESHOLD))),
+        new Reward(config.get(Keys.REWARD_WORKERS), config.get(Keys.REWARD_ON_ERROR),
+            config.get(Keys.REWARD_TIMEOUT_S)));
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */

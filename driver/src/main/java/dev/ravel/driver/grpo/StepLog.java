@@ -15,7 +15,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import dev.ravel.telemetry.runs.SampleRecord;
+import dev.ravel.workers.grpo.Scoring;
+import dev.ravel.workers.grpo.Trajectory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,6 +36,10 @@ final class StepLog {
   private static final Logger LOG = LoggerFactory.getLogger(StepLog.class);
 
   private final Path file;
+  private final Path samplesFile;
+  private final int samplesPerStep;
+  private final DoubleGauge rewardComponent;
+  private final LongCounter rewardFailed;
   private final DoubleGauge rewardMean;
   private final DoubleGauge rewardStd;
   private final DoubleGauge evalReward;
@@ -55,7 +64,18 @@ final class StepLog {
   private boolean warned;
 
   StepLog(Path runDir, Meter meter) {
+    this(runDir, meter, 0);
+  }
+
+  /** As above, keeping {@code samplesPerStep} completions of each step in {@code samples.jsonl}. */
+  StepLog(Path runDir, Meter meter, int samplesPerStep) {
     this.file = runDir.resolve(FILE);
+    this.samplesFile = runDir.resolve(SampleRecord.FILE);
+    this.samplesPerStep = samplesPerStep;
+    this.rewardComponent = meter.gaugeBuilder(StepMetricNames.REWARD_COMPONENT)
+        .setDescription("mean of a named component of the step's rewards").build();
+    this.rewardFailed = meter.counterBuilder(StepMetricNames.REWARD_FAILED).setUnit("{completion}")
+        .setDescription("completions scored 0 because the reward function raised (reward.on_error: zero)").build();
     this.rewardMean = meter.gaugeBuilder(StepMetricNames.REWARD_MEAN).setDescription("mean reward of the step").build();
     this.rewardStd = meter.gaugeBuilder(StepMetricNames.REWARD_STD)
         .setDescription("standard deviation of the step's rewards").build();
@@ -97,6 +117,58 @@ final class StepLog {
 
   /** Appends the step's line and records its metrics. */
   void record(StepRecord m) {
+    record(m, List.of());
+  }
+
+  /**
+   * Appends the step's line, then the samples of {@code batch} to {@code samples.jsonl}, and records the step's
+   * metrics.
+   */
+  void record(StepRecord m, List<Trajectory> batch) {
+    List<SampleRecord> samples = samples(m.step(), batch, samplesPerStep);
+    if (!samples.isEmpty()) {
+      StringBuilder lines = new StringBuilder();
+      samples.forEach(x -> lines.append(x.toJsonLine()).append('\n'));
+      try {
+        Files.createDirectories(samplesFile.getParent());
+        Files.write(samplesFile, lines.toString().getBytes(StandardCharsets.UTF_8), StandardOpenOption.CREATE,
+            StandardOpenOption.APPEND, StandardOpenOption.WRITE);
+      } catch (IOException | RuntimeException e) {
+        warnOnce("could not append step " + m.step() + "'s samples to " + samplesFile, e);
+      }
+    }
+    recordStep(m);
+  }
+
+  /**
+   * The completions of {@code batch} a step keeps: {@code n} of them spread over its groups (group
+   * {@code j * groups / n}, its completion {@code j % groupSize}), the same for the same batch, so a resumed
+   * run keeps the samples of an uninterrupted one. Only trajectories that kept their scoring are sampled.
+   */
+  static List<SampleRecord> samples(int step, List<Trajectory> batch, int n) {
+    if (n <= 0 || batch.isEmpty()) {
+      return List.of();
+    }
+    int groupSize = 1;
+    while (groupSize < batch.size() && batch.get(groupSize).groupIndex() != 0) {
+      groupSize++;
+    }
+    int groups = batch.size() / groupSize;
+    List<SampleRecord> out = new ArrayList<>();
+    for (int j = 0; j < Math.min(n, batch.size()); j++) {
+      int group = n <= groups ? (int) ((long) j * groups / n) : j % groups;
+      int index = n <= groups ? j % groupSize : (j / groups) % groupSize;
+      Trajectory t = batch.get(group * groupSize + index);
+      Scoring s = t.scoring();
+      if (s != null) {
+        out.add(new SampleRecord(step, group, t.groupIndex(), s.prompt(), s.completion(), s.answer(), t.reward(),
+            s.components(), t.completionLength(), t.weightVersion()));
+      }
+    }
+    return out;
+  }
+
+  private void recordStep(StepRecord m) {
     try {
       Files.createDirectories(file.getParent());
       Files.write(file, (m.toJsonLine() + "\n").getBytes(StandardCharsets.UTF_8),
@@ -134,6 +206,11 @@ final class StepLog {
       if (m.completions() != null) {
         responseLength.set(m.completions().meanTokens(), step);
         clippedShare.set(m.trajectories() == 0 ? 0 : (double) m.completions().clipped() / m.trajectories(), step);
+      }
+      if (m.rewards() != null) {
+        m.rewards().components().forEach((name, mean) -> rewardComponent.set(mean,
+            step.toBuilder().put(StepMetricNames.COMPONENT, name).build()));
+        rewardFailed.add(m.rewards().failed(), step);
       }
       duration.record(m.stepSeconds(), step);
       for (Map.Entry<String, Double> p : m.phases().entrySet()) {

@@ -88,7 +88,8 @@ final class Steps {
         elapsed, clock.phases(), t.outcome().version(), t.trajectories(), dropped, rayCalls,
         s.spanContext().getTraceId(), t.completions(), eval,
         new StepRecord.Update(u.gradNorm(), u.learningRate(), u.entropy(), u.clipLow(), u.clipHigh(), u.clipDual(),
-            u.meanRatio(), u.maxRatio(), u.tisTruncated(), u.zeroAdvantageGroups(), u.keptSequences(), u.epochs()));
+            u.meanRatio(), u.maxRatio(), u.tisTruncated(), u.zeroAdvantageGroups(), u.keptSequences(), u.epochs()),
+        rewards(t.batch()));
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge())
@@ -96,14 +97,41 @@ final class Steps {
         .set(RavelAttributes.TRAIN_EPOCHS, (long) u.epochs())
         .set(RavelAttributes.TRAIN_GRAD_NORM, u.gradNorm())
         .set(RavelAttributes.TRAIN_LEARNING_RATE, u.learningRate());
+    if (m.rewards().failed() > 0) {
+      s.set(RavelAttributes.REWARD_FAILED, (long) m.rewards().failed());
+    }
     history.add(m);
     lastWeights = t.outcome().weights();
     if (log != null) {
-      log.record(m);
+      log.record(m, t.batch());
     }
     t.completeCheckpoint(); // after the step's line: a checkpoint never runs ahead of steps.jsonl
     listener.onStep(m, settings.steps());
     return m;
+  }
+
+  /**
+   * What the reward function gave beyond the rewards of {@code batch}: each named component's mean over the
+   * completions that have it, and the completions scored 0 because it raised.
+   */
+  static StepRecord.Rewards rewards(List<dev.ravel.workers.grpo.Trajectory> batch) {
+    java.util.Map<String, double[]> sums = new java.util.LinkedHashMap<>(); // name -> {sum, count}
+    int failed = 0;
+    for (dev.ravel.workers.grpo.Trajectory t : batch) {
+      dev.ravel.workers.grpo.Scoring s = t.scoring();
+      if (s == null) {
+        continue;
+      }
+      failed += s.failed() ? 1 : 0;
+      s.components().forEach((k, v) -> {
+        double[] a = sums.computeIfAbsent(k, x -> new double[2]);
+        a[0] += v;
+        a[1]++;
+      });
+    }
+    java.util.Map<String, Double> means = new java.util.LinkedHashMap<>();
+    sums.forEach((k, a) -> means.put(k, a[0] / a[1]));
+    return new StepRecord.Rewards(means, failed);
   }
 
   /** The digest of the newest step's weights (null before a step, or when the trainer keeps its weights). */

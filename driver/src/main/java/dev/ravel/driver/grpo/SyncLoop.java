@@ -97,10 +97,10 @@ final class SyncLoop {
         results.forEach(GenerationResult::requireSucceeded);
         requireVersion(results, version);
         List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();
-        double[] rewards = clock.time(Phase.REWARD,
+        dev.ravel.workers.reward.RewardScores rewards = clock.time(Phase.REWARD,
             () -> actors.failover.score(batch.problemPerRequest(), completions));
-        calls++;
-        List<Trajectory> trajectories = batch.trajectories(results, rewards);
+        calls += actors.rewardCalls(completions.size());
+        List<Trajectory> trajectories = batch.trajectories(0, batch.problems().size(), results, rewards);
         TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);
         lastUpdate = t.outcome();
         version = lastUpdate.version();

@@ -65,7 +65,8 @@ final class TrainPhase {
    * completion of the step's checkpoint when one was written ({@link #completeCheckpoint}).
    */
   record Trained(TrainOutcome outcome, double rewardMean, double rewardStd, long tokens, int trajectories,
-      dev.ravel.telemetry.runs.StepRecord.Completions completions, Runnable checkpointCompletion) {
+      dev.ravel.telemetry.runs.StepRecord.Completions completions, Runnable checkpointCompletion,
+      List<Trajectory> batch) {
     /**
      * Marks the step's checkpoint complete (its {@code checkpoint.json}), once the step's line is in
      * {@code steps.jsonl}: a run killed in between resumes from the checkpoint before, so no step that a resumed
@@ -118,7 +119,7 @@ final class TrainPhase {
     long tokens = batch.stream().mapToLong(Trajectory::completionLength).sum();
     double mean = Arrays.stream(rewards).average().orElse(0);
     double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
-    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size(), completions(batch), completion);
+    return new Trained(out, mean, Math.sqrt(var), tokens, batch.size(), completions(batch), completion, batch);
   }
 
   /** The batch's completion lengths: a completion of {@code max_new_tokens} tokens without the EOS was cut. */

@@ -37,7 +37,7 @@ public final class TelemetryConfig {
   public static final List<String> KEYS = List.of(
       "enabled", "preset", "span_groups", "engine_tracing", "engine_sample_ratio",
       "engine_slow_request_ms", "exporter", "run_id", "service_name", "resource_attributes", "runs_dir",
-      "env_passthrough", "shutdown_timeout_ms");
+      "env_passthrough", "shutdown_timeout_ms", "samples_per_step");
 
   /** The OpenTelemetry variable that names the service when {@code telemetry.service_name} is not set. */
   public static final String OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME";
@@ -64,6 +64,7 @@ public final class TelemetryConfig {
   private final Path runsDir;
   private final List<String> envPassthrough;
   private final Duration shutdownTimeout;
+  private final int samplesPerStep;
   private final Set<SpanGroup> groups;
 
   private TelemetryConfig(Builder b, boolean engineTracing) {
@@ -80,6 +81,7 @@ public final class TelemetryConfig {
     this.runsDir = b.runsDir.toAbsolutePath().normalize();
     this.envPassthrough = List.copyOf(b.envPassthrough);
     this.shutdownTimeout = b.shutdownTimeout;
+    this.samplesPerStep = b.samplesPerStep;
     EnumSet<SpanGroup> g = copy(preset.groups());
     g.addAll(extraGroups);
     if (engineTracing) {
@@ -114,6 +116,7 @@ public final class TelemetryConfig {
     b.runsDir = runsDir;
     b.envPassthrough = new ArrayList<>(envPassthrough);
     b.shutdownTimeout = shutdownTimeout;
+    b.samplesPerStep = samplesPerStep;
     return b;
   }
 
@@ -231,6 +234,7 @@ public final class TelemetryConfig {
       case "runs_dir" -> b.runsDir(Path.of(Values.string(where, value)));
       case "env_passthrough" -> b.envPassthrough(Values.list(where, value));
       case "shutdown_timeout_ms" -> b.shutdownTimeout(Duration.ofMillis(Values.longValue(where, value)));
+      case "samples_per_step" -> b.samplesPerStep(Math.toIntExact(Values.longValue(where, value)));
       default -> throw new ConfigException(where, "unknown key");
     }
     b.origin(key, where);
@@ -255,6 +259,7 @@ public final class TelemetryConfig {
     env.put(ENV_PREFIX + "RUNS_DIR", runsDir.toString());
     env.put(ENV_PREFIX + "ENV_PASSTHROUGH", String.join(",", envPassthrough));
     env.put(ENV_PREFIX + "SHUTDOWN_TIMEOUT_MS", Long.toString(shutdownTimeout.toMillis()));
+    env.put(ENV_PREFIX + "SAMPLES_PER_STEP", Integer.toString(samplesPerStep));
     return env;
   }
 
@@ -330,6 +335,11 @@ public final class TelemetryConfig {
     return shutdownTimeout;
   }
 
+  /** Completions a GRPO step keeps in the run folder's {@code samples.jsonl} (0: none). */
+  public int samplesPerStep() {
+    return samplesPerStep;
+  }
+
   @Override
   public String toString() {
     return "TelemetryConfig{enabled=" + enabled + ", preset=" + preset.configName() + ", groups=" + groups
@@ -393,6 +403,7 @@ public final class TelemetryConfig {
     private Path runsDir = Path.of(DEFAULT_RUNS_DIR);
     private List<String> envPassthrough = new ArrayList<>();
     private Duration shutdownTimeout = Duration.ofSeconds(5);
+    private int samplesPerStep = 4;
     private final Map<String, String> origin = new LinkedHashMap<>();
 
     private Builder() {}
@@ -473,6 +484,12 @@ public final class TelemetryConfig {
       return this;
     }
 
+    /** Completions a GRPO step keeps in {@code samples.jsonl} (0: none). */
+    public Builder samplesPerStep(int samples) {
+      this.samplesPerStep = samples;
+      return this;
+    }
+
     /** Validates and builds; a missing run id is generated ({@link #newRunId()}). */
     public TelemetryConfig build() {
       if (!(engineSampleRatio >= 0.0 && engineSampleRatio <= 1.0)) {
@@ -483,6 +500,9 @@ public final class TelemetryConfig {
       }
       if (shutdownTimeout.isNegative() || shutdownTimeout.isZero()) {
         throw new ConfigException(key("shutdown_timeout_ms"), "must be positive, got " + shutdownTimeout.toMillis());
+      }
+      if (samplesPerStep < 0) {
+        throw new ConfigException(key("samples_per_step"), "must not be negative, got " + samplesPerStep);
       }
       if (runId == null || runId.isEmpty()) {
         runId = newRunId();

@@ -69,6 +69,13 @@ public final class RavelAttributes {
   public static final AttributeKey<Double> TRAIN_LEARNING_RATE = AttributeKey.doubleKey("rl.train.learning_rate");
   /** On a step: its completions cut at {@code grpo.max_new_tokens} before they ended. */
   public static final AttributeKey<Long> COMPLETIONS_CLIPPED = AttributeKey.longKey("rl.completion.clipped");
+  /** On a reward environment's call ({@code rl.reward.score}): the reward function ({@code reward.function}). */
+  public static final AttributeKey<String> REWARD_FUNCTION = AttributeKey.stringKey("rl.reward.function");
+  /**
+   * On a reward call, and on a step: completions scored 0 because the reward function raised
+   * ({@code reward.on_error: zero}).
+   */
+  public static final AttributeKey<Long> REWARD_FAILED = AttributeKey.longKey("rl.reward.failed");
   /** Mean reward of a step's batch. */
   public static final AttributeKey<Double> REWARD_MEAN = AttributeKey.doubleKey("rl.reward.mean");
 

@@ -50,6 +50,10 @@ public final class StepMetricNames {
   public static final String COMPLETIONS_CLIPPED_SHARE = "rl.completion.clipped_share";
   /** Gauge, {@code {token}/s}: generated tokens per second of generation (of the step when it generated none). */
   public static final String TOKENS_PER_SECOND = "rl.step.tokens_per_second";
+  /** Gauge, with {@link #COMPONENT}: the mean of a named component of the step's rewards. */
+  public static final String REWARD_COMPONENT = "rl.step.reward.component";
+  /** Counter, {@code {completion}}: completions scored 0 because the reward function raised. */
+  public static final String REWARD_FAILED = "rl.step.reward.failed";
   /** Histogram, seconds: the step's wall time. */
   public static final String DURATION = "rl.step.duration";
   /** Histogram, seconds, with {@link #PHASE}: the wall time of each span group of the step. */
@@ -61,6 +65,8 @@ public final class StepMetricNames {
   public static final AttributeKey<String> PHASE = AttributeKey.stringKey("rl.phase");
   /** {@code low}, {@code high} or {@code dual}, on {@link #CLIP_SIDE_FRACTION}. */
   public static final AttributeKey<String> CLIP_SIDE = AttributeKey.stringKey("rl.clip.side");
+  /** The reward component a {@link #REWARD_COMPONENT} point is for (the name your reward function gave it). */
+  public static final AttributeKey<String> COMPONENT = AttributeKey.stringKey("rl.reward.component");
   /** {@code used} or {@code dropped}, on {@link #TRAJECTORIES}. */
   public static final AttributeKey<String> TRAJECTORY_STATE = AttributeKey.stringKey("rl.trajectory.state");
 }

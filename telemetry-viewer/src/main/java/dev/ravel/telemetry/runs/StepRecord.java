@@ -31,11 +31,13 @@ import java.util.Map;
  *     otherwise)
  * @param update what the policy update measured beyond the loss, KL and clip fraction ({@code null} in lines
  *     written before it was recorded)
+ * @param rewards the reward function's named components and its failed calls ({@code null} in lines written
+ *     before they were recorded)
  */
 public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
     double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
     long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
-    Eval eval, Update update) {
+    Eval eval, Update update, Rewards rewards) {
   /**
    * What a step's policy update measured (the trainer's {@code TrainMetrics}).
    *
@@ -74,18 +76,33 @@ public record StepRecord(int step, String mode, double rewardMean, double reward
    */
   public record Eval(double reward, double accuracy, int completions) {}
 
+  /**
+   * What the reward function gave beyond the reward itself.
+   *
+   * @param components the mean of each named component over the step's completions (a function that returns a
+   *     mapping of components; empty for one that returns numbers), in the function's order
+   * @param failed completions scored 0 because the function raised ({@code reward.on_error: zero})
+   */
+  public record Rewards(Map<String, Double> components, int failed) {
+    public Rewards {
+      components = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(
+          components == null ? Map.of() : components));
+    }
+  }
+
   /** A step that did not evaluate. */
   public StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
       double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
       long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
     this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
-        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null);
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null, null);
   }
 
   /** This step with its eval scores. */
   public StepRecord withEval(Eval e) {
     return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
-        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e, update);
+        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e, update,
+        rewards);
   }
   static final ObjectMapper JSON = new ObjectMapper()
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);

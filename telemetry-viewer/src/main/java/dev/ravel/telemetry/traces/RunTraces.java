@@ -33,8 +33,10 @@ public final class RunTraces {
 
   /** The run's step log ({@code runs/<run-id>/steps.jsonl}, a line per step): in the run folder, not spans. */
   public static final String STEP_LOG_FILE = "steps.jsonl";
+  /** The run's sample completions ({@code runs/<run-id>/samples.jsonl}): in the run folder, not spans. */
+  public static final String SAMPLES_FILE = "samples.jsonl";
 
-  /** Reads every {@code *.jsonl} file of {@code runDir} but the step log. */
+  /** Reads every {@code *.jsonl} file of {@code runDir} but the step log and the samples. */
   public static RunTraces readDir(Path runDir) {
     if (!Files.isDirectory(runDir)) {
       throw new IllegalArgumentException("no such run folder: " + runDir);
@@ -43,7 +45,8 @@ public final class RunTraces {
     List<String> problems = new ArrayList<>();
     try (Stream<Path> files = Files.list(runDir)) {
       for (Path f : files.filter(p -> p.toString().endsWith(".jsonl"))
-          .filter(p -> !p.getFileName().toString().equals(STEP_LOG_FILE)).sorted().toList()) {
+          .filter(p -> !List.of(STEP_LOG_FILE, SAMPLES_FILE).contains(p.getFileName().toString())).sorted()
+          .toList()) {
         readFile(f, spans, problems);
       }
     } catch (IOException e) {

@@ -22,20 +22,24 @@ import java.util.List;
  *     died is issued again, at most this many times)
  * @param firstTarget the first target step (0, or the step a resumed run goes on with)
  */
-public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
-    RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
+public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers,
+    List<RavelActorHandle<RewardEnvironment>> rewards, RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
     int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget, DatasetPrompts data)
     implements Serializable {
   /** A collector of the built-in digit task. */
   public CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
       int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget) {
-    this(workers, reward, buffer, promptsPerStep, groupSize, sampling, seed, lead, maxInFlight, groupsPerCall,
-        maxRestarts, firstTarget, null);
+    this(workers, List.of(reward), buffer, promptsPerStep, groupSize, sampling, seed, lead, maxInFlight,
+        groupsPerCall, maxRestarts, firstTarget, null);
   }
 
   public CollectorSpec {
     workers = List.copyOf(workers);
+    rewards = List.copyOf(rewards);
+    if (rewards.isEmpty()) {
+      throw new IllegalArgumentException("rewards: at least one reward environment");
+    }
     if (workers.isEmpty()) {
       throw new IllegalArgumentException("workers: at least one generation worker");
     }

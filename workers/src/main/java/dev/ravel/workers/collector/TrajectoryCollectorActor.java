@@ -67,7 +67,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
     CollectorSpec spec = specPayload.value();
     this.spec = spec;
     this.nextTarget = spec.firstTarget();
-    this.failover = new Failover(spans(), spec.maxRestarts(), spec.workers(), spec.reward());
+    this.failover = new Failover(spans(), spec.maxRestarts(), spec.workers(), spec.rewards());
     this.calls = Executors.newFixedThreadPool(spec.maxInFlight(), r -> {
       Thread t = new Thread(r, "collector-call");
       t.setDaemon(true);
@@ -217,9 +217,9 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   /** Scores one returned chunk and pushes its groups to the buffer, each naming the call that produced it. */
   private void push(StepBatch batch, Target t, Chunk c) {
     rewardCalls.incrementAndGet();
-    double[] rewards = failover.score(batch.problemPerRequest(c.from, c.to),
+    dev.ravel.workers.reward.RewardScores scores = failover.score(batch.problemPerRequest(c.from, c.to),
         c.results.stream().map(GenerationResult::completionTokens).toList());
-    List<Trajectory> made = batch.trajectories(c.from, c.to, c.results, rewards);
+    List<Trajectory> made = batch.trajectories(c.from, c.to, c.results, scores);
     int g = spec.groupSize();
     List<Rollout> rollouts = new ArrayList<>();
     for (int p = c.from; p < c.to; p++) {

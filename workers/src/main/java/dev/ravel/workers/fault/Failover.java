@@ -11,6 +11,7 @@ import dev.ravel.workers.engine.GenerationRequest;
 import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.reward.RewardEnvironment;
+import dev.ravel.workers.reward.RewardScores;
 import dev.ravel.workers.task.Problem;
 import io.opentelemetry.api.common.Attributes;
 import io.ray.api.ObjectRef;
@@ -57,8 +58,8 @@ public final class Failover {
   private final Spans spans;
   private final int maxRestarts;
   private final List<RavelActorHandle<GenerationWorker>> workers;
-  private final RavelActorHandle<RewardEnvironment> reward;
-  /** Per actor (workers by index, then the reward environment): the processes seen, guarded by the list. */
+  private final List<RavelActorHandle<RewardEnvironment>> rewards;
+  /** Per actor (workers by index, then the reward environments): the processes seen, guarded by the list. */
   private final List<List<Long>> pids = new ArrayList<>();
   private final AtomicLong failedCalls = new AtomicLong();
   private final AtomicLong retriedCalls = new AtomicLong();
@@ -74,11 +75,25 @@ public final class Failover {
    */
   public Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
       RavelActorHandle<RewardEnvironment> reward) {
-    this(spans, maxRestarts, workers, reward, RESTART_WAIT_MS);
+    this(spans, maxRestarts, workers, List.of(reward), RESTART_WAIT_MS);
+  }
+
+  /** As above, with several reward environments ({@code reward.workers}) that share each batch's scoring. */
+  public Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
+      List<RavelActorHandle<RewardEnvironment>> rewards) {
+    this(spans, maxRestarts, workers, rewards, RESTART_WAIT_MS);
   }
 
   Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
       RavelActorHandle<RewardEnvironment> reward, long restartWaitMs) {
+    this(spans, maxRestarts, workers, List.of(reward), restartWaitMs);
+  }
+
+  Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
+      List<RavelActorHandle<RewardEnvironment>> rewards, long restartWaitMs) {
+    if (rewards.isEmpty()) {
+      throw new IllegalArgumentException("a failover needs a reward environment");
+    }
     this.restartWaitMs = restartWaitMs;
     if (maxRestarts < 0) {
       throw new IllegalArgumentException("maxRestarts must be >= 0, got " + maxRestarts);
@@ -86,8 +101,8 @@ public final class Failover {
     this.spans = spans;
     this.maxRestarts = maxRestarts;
     this.workers = List.copyOf(workers);
-    this.reward = reward;
-    for (int i = 0; i <= workers.size(); i++) {
+    this.rewards = List.copyOf(rewards);
+    for (int i = 0; i < workers.size() + rewards.size(); i++) {
       pids.add(new ArrayList<>());
     }
   }
@@ -96,11 +111,10 @@ public final class Failover {
   public void recordProcesses() {
     List<RavelRef<Long>> refs = new ArrayList<>();
     workers.forEach(w -> refs.add(w.call(GenerationWorker::processId)));
-    RavelRef<Long> r = reward.call(RewardEnvironment::processId);
+    rewards.forEach(r -> refs.add(r.call(RewardEnvironment::processId)));
     for (int i = 0; i < refs.size(); i++) {
       seen(i, refs.get(i).get());
     }
-    seen(workers.size(), r.get());
   }
 
   /**
@@ -130,9 +144,32 @@ public final class Failover {
     return new Pending<>(worker, 0, () -> w.call(GenerationWorker::updateWeights, ref));
   }
 
-  /** Scores {@code completions}, issued again on the restarted environment if its process died. */
-  public double[] score(List<Problem> problems, List<int[]> completions) {
-    return new Pending<>(workers.size(), 0, () -> reward.call(RewardEnvironment::score, problems, completions)).get();
+  /**
+   * Scores {@code completions}, each reward environment a contiguous share of them at once (in order), a share
+   * issued again on its restarted environment if its process died.
+   */
+  public RewardScores score(List<Problem> problems, List<int[]> completions) {
+    if (problems.size() != completions.size()) {
+      throw new IllegalArgumentException(problems.size() + " problems for " + completions.size() + " completions");
+    }
+    int parts = Math.max(1, Math.min(rewards.size(), completions.size()));
+    List<Pending<RewardScores>> pending = new ArrayList<>(parts);
+    for (int r = 0; r < parts; r++) {
+      int from = r * completions.size() / parts;
+      int to = (r + 1) * completions.size() / parts;
+      RavelActorHandle<RewardEnvironment> env = rewards.get(r);
+      List<Problem> p = problems.subList(from, to);
+      List<int[]> c = completions.subList(from, to);
+      pending.add(new Pending<>(workers.size() + r, 0, () -> env.call(RewardEnvironment::score, p, c)));
+    }
+    List<RewardScores> scores = new ArrayList<>(parts);
+    pending.forEach(x -> scores.add(x.get()));
+    RewardScores all = RewardScores.concat(scores);
+    if (all.size() != completions.size()) {
+      throw new IllegalStateException("the reward environment scored " + all.size() + " of " + completions.size()
+          + " completions");
+    }
+    return all;
   }
 
   /** What this failover saw so far. */
@@ -147,7 +184,10 @@ public final class Failover {
   }
 
   private String name(int actor) {
-    return actor == workers.size() ? REWARD : "generation_worker/" + actor;
+    if (actor < workers.size()) {
+      return "generation_worker/" + actor;
+    }
+    return rewards.size() == 1 ? REWARD : REWARD + "/" + (actor - workers.size());
   }
 
   private void seen(int actor, long pid) {
@@ -192,7 +232,7 @@ public final class Failover {
     long deadline = System.nanoTime() + restartWaitMs * 1_000_000L;
     while (true) {
       try {
-        return actor == workers.size() ? reward.call(RewardEnvironment::processId).get()
+        return actor >= workers.size() ? rewards.get(actor - workers.size()).call(RewardEnvironment::processId).get()
             : workers.get(actor).call(GenerationWorker::processId).get();
       } catch (RayActorException e) {
         if (System.nanoTime() > deadline) {

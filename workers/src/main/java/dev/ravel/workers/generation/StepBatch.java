@@ -97,6 +97,20 @@ public record StepBatch(long step, int groupSize, List<Problem> problems, List<G
     return out;
   }
 
+  /**
+   * The trajectories of groups {@code [fromGroup, toGroup)} (all groups: 0 and {@code problems().size()}) with
+   * their scores, each trajectory keeping what the reward function saw and gave ({@link Trajectory#scoring()}).
+   */
+  public List<Trajectory> trajectories(int fromGroup, int toGroup, List<GenerationResult> results,
+      dev.ravel.workers.reward.RewardScores scores) {
+    List<Trajectory> plain = trajectories(fromGroup, toGroup, results, scores.rewards());
+    List<Trajectory> out = new ArrayList<>(plain.size());
+    for (int i = 0; i < plain.size(); i++) {
+      out.add(plain.get(i).withScoring(scores.scoring(i, problemOf(fromGroup * groupSize + i))));
+    }
+    return out;
+  }
+
   /** The requests of groups {@code [fromGroup, toGroup)}, prompt-major. */
   public List<GenerationRequest> requests(int fromGroup, int toGroup) {
     return List.copyOf(requests.subList(fromGroup * groupSize, toGroup * groupSize)); // sent to actors: serializable

@@ -17,9 +17,17 @@ import java.util.Objects;
  * @param reward the task's reward for the decoded completion
  * @param weightVersion the version of the weights that sampled it (the behaviour policy)
  * @param groupIndex the position of this completion within its group, {@code 0 .. groupSize-1}
+ * @param scoring what the reward function saw and gave beside the reward, for the step's records (null where
+ *     it was not kept); the learner does not read it
  */
 public record Trajectory(String requestId, int[] prompt, int[] completion, float[] logprobs, double reward,
-    long weightVersion, int groupIndex) implements Serializable {
+    long weightVersion, int groupIndex, Scoring scoring) implements Serializable {
+
+  /** A trajectory without its scoring. */
+  public Trajectory(String requestId, int[] prompt, int[] completion, float[] logprobs, double reward,
+      long weightVersion, int groupIndex) {
+    this(requestId, prompt, completion, logprobs, reward, weightVersion, groupIndex, null);
+  }
 
   /** Validates and copies the arrays. */
   public Trajectory {
@@ -66,6 +74,11 @@ public record Trajectory(String requestId, int[] prompt, int[] completion, float
     GenerationResult r = result.requireSucceeded();
     return new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), reward,
         r.weightVersion(), groupIndex);
+  }
+
+  /** This trajectory with what its reward function saw and gave. */
+  public Trajectory withScoring(Scoring s) {
+    return new Trajectory(requestId, prompt, completion, logprobs, reward, weightVersion, groupIndex, s);
   }
 
   /** A copy of the prompt tokens. */
@@ -116,7 +129,8 @@ public record Trajectory(String requestId, int[] prompt, int[] completion, float
         && Arrays.equals(t.logprobs, logprobs)
         && Double.compare(t.reward, reward) == 0
         && t.weightVersion == weightVersion
-        && t.groupIndex == groupIndex;
+        && t.groupIndex == groupIndex
+        && java.util.Objects.equals(t.scoring, scoring);
   }
 
   @Override
@@ -127,13 +141,13 @@ public record Trajectory(String requestId, int[] prompt, int[] completion, float
     h = h * 31 + Arrays.hashCode(logprobs);
     h = h * 31 + Double.hashCode(reward);
     h = h * 31 + Long.hashCode(weightVersion);
-    return h * 31 + groupIndex;
+    return (h * 31 + groupIndex) * 31 + java.util.Objects.hashCode(scoring);
   }
 
   @Override
   public String toString() {
     return "Trajectory{requestId=" + requestId + ", prompt=" + Arrays.toString(prompt) + ", completion="
         + Arrays.toString(completion) + ", logprobs=" + Arrays.toString(logprobs) + ", reward=" + reward
-        + ", weightVersion=" + weightVersion + ", groupIndex=" + groupIndex + "}";
+        + ", weightVersion=" + weightVersion + ", groupIndex=" + groupIndex + ", scoring=" + scoring + "}";
   }
 }

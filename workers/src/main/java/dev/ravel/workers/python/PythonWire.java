@@ -205,7 +205,31 @@ public final class PythonWire implements CrossLanguageCodec {
     if (type == TrainOutcome.class) {
       return new TrainOutcome(null, trainMetrics(n));
     }
+    if (type == dev.ravel.workers.reward.RewardScores.class) {
+      return rewardScores(n);
+    }
     throw new IllegalArgumentException(type.getTypeName() + " has no wire form for a Python worker");
+  }
+
+  /** {@code {rewards: [..], texts: [..], components: {name: [..]}, failed: n}}. */
+  static dev.ravel.workers.reward.RewardScores rewardScores(JsonNode n) {
+    double[] rewards = (double[]) INSTANCE.decode(field(n, "rewards"), double[].class);
+    JsonNode t = field(n, "texts");
+    if (!t.isArray()) {
+      throw new IllegalArgumentException("texts: expected an array, got " + t.getNodeType());
+    }
+    List<String> texts = new ArrayList<>(t.size());
+    t.forEach(x -> texts.add(x.asText()));
+    java.util.Map<String, double[]> components = new java.util.LinkedHashMap<>();
+    JsonNode c = n.path("components");
+    if (!c.isMissingNode() && !c.isNull()) {
+      if (!c.isObject()) {
+        throw new IllegalArgumentException("components: expected an object, got " + c.getNodeType());
+      }
+      c.fields().forEachRemaining(e -> components.put(e.getKey(),
+          (double[]) INSTANCE.decode(e.getValue(), double[].class)));
+    }
+    return new dev.ravel.workers.reward.RewardScores(rewards, texts, components, (int) num(n, "failed"));
   }
 
   static GenerationResult result(JsonNode n) {

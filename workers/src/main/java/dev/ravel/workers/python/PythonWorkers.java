@@ -101,9 +101,20 @@ public final class PythonWorkers {
    * ({@code exact_match}, {@code math} or {@code package.module:function}) and the folders searched first for it.
    */
   public static String rewardSpec(String modelPath, String function, List<String> codePath) {
+    return rewardSpec(modelPath, function, codePath, "fail", 0);
+  }
+
+  /**
+   * As above, with what a raising function does ({@code fail} the step, or score {@code zero}) and the longest a
+   * call may take ({@code timeoutSeconds}, 0: no limit).
+   */
+  public static String rewardSpec(String modelPath, String function, List<String> codePath, String onError,
+      double timeoutSeconds) {
     ObjectNode o = JSON.createObjectNode();
     o.put("model_path", modelPath);
     o.put("function", function);
+    o.put("on_error", onError);
+    o.put("timeout_s", timeoutSeconds);
     com.fasterxml.jackson.databind.node.ArrayNode folders = o.putArray("code_path");
     codePath.forEach(folders::add);
     return o.toString();

@@ -8,6 +8,15 @@ import java.util.List;
 /** Scores completions with the task's verifiable reward. Calls run in spans {@code rl.reward.<method>}. */
 @ActorRole(name = "reward_environment", spans = "reward")
 public interface RewardEnvironment extends RavelRole {
-  /** The reward of {@code completions.get(i)} (token ids) for {@code problems.get(i)}. */
-  double[] score(List<Problem> problems, List<int[]> completions);
+  /**
+   * What a reward environment does when the reward function raises ({@code reward.on_error}, the contract's
+   * {@code reward_on_error}): {@code fail} the call (the default), or score the call's completions {@code zero}.
+   */
+  List<String> ON_ERROR = List.of("fail", "zero");
+
+  /**
+   * The reward of {@code completions.get(i)} (token ids) for {@code problems.get(i)}, with the completions as
+   * the reward read them and the reward's named components.
+   */
+  RewardScores score(List<Problem> problems, List<int[]> completions);
 }

@@ -15,17 +15,20 @@ public final class RewardEnvironmentActor extends RavelActor implements RewardEn
   public RewardEnvironmentActor() {}
 
   @Override
-  public double[] score(List<Problem> problems, List<int[]> completions) {
+  public RewardScores score(List<Problem> problems, List<int[]> completions) {
     if (problems.size() != completions.size()) {
       throw new IllegalArgumentException(problems.size() + " problems but " + completions.size() + " completions");
     }
     double[] out = new double[problems.size()];
+    List<String> texts = new java.util.ArrayList<>(out.length);
     for (int i = 0; i < out.length; i++) {
       int[] c = completions.get(i);
       // the answer ends at the first EOS (with generation.ignore_eos the completion goes on past it)
-      out[i] = task.reward(problems.get(i), tokenizer.decode(c, 0, answerLength(c)));
+      String text = tokenizer.decode(c, 0, answerLength(c));
+      texts.add(text);
+      out[i] = task.reward(problems.get(i), text);
     }
-    return out;
+    return RewardScores.of(out, texts);
   }
 
   /** Tokens before the first EOS, or all of them. */

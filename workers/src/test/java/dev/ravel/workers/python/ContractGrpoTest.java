@@ -69,6 +69,12 @@ final class ContractGrpoTest {
   }
 
   @Test
+  void rewardOnError_isTheRewardEnvironmentsChoices() {
+    assertThat(strings(Contract.section("reward_on_error")))
+        .containsExactlyElementsOf(dev.ravel.workers.reward.RewardEnvironment.ON_ERROR);
+  }
+
+  @Test
   void trainMetrics_areTrainMetricsComponentsInOrder() {
     assertThat(strings(Contract.section("train_metrics"))).containsExactlyElementsOf(PythonWire.trainMetricsFields());
   }
