@@ -9,12 +9,12 @@ thread-safe, so they may run as threaded actors (``max_concurrency > 1``).
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextvars
 import io
 import json
 import math
 import os
+import queue
 import shutil
 import tempfile
 import threading
@@ -387,7 +387,6 @@ class RewardEnvironmentImpl(_Telemetry):
         self.tokenizer = hf.load_tokenizer(self.spec.model_path)
         self.function = rewards.RewardFunction(self.spec.function, self.spec.code_path)
         self.calls = 0
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._hung: str | None = None
 
     @role_method()
@@ -416,16 +415,27 @@ class RewardEnvironmentImpl(_Telemetry):
             return self.function(prompts, texts, answers, metadata, step)
         if self._hung is not None:
             raise rewards.RewardError(self._hung)
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward")
+        done: queue.Queue[tuple[rewards.Scores | None, BaseException | None]] = queue.Queue(maxsize=1)
         call = contextvars.copy_context()
-        future = self._pool.submit(call.run, self.function, prompts, texts, answers, metadata, step)
+
+        def run() -> None:
+            try:
+                done.put((call.run(self.function, prompts, texts, answers, metadata, step), None))
+            except BaseException as e:  # handed to the caller, raised there
+                done.put((None, e))
+
+        # a daemon thread: one that never returns must not hold the process open when the run ends
+        threading.Thread(target=run, name=f"reward-{step}", daemon=True).start()
         try:
-            return future.result(timeout=self.spec.timeout_s)
-        except concurrent.futures.TimeoutError:
+            scores, error = done.get(timeout=self.spec.timeout_s)
+        except queue.Empty:
             self._hung = (f"reward.function {self.function.name}: a call took more than reward.timeout_s ="
                           f" {self.spec.timeout_s:g} s ({len(texts)} completions)")
             raise rewards.RewardError(self._hung) from None
+        if error is not None:
+            raise error
+        assert scores is not None
+        return scores
 
 
 def _write_atomically(target: Path, data: bytes) -> None:

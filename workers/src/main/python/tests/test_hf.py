@@ -76,7 +76,7 @@ def _env(hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTel
         "def broken(completions):\n"
         "    raise KeyError('no answer here')\n"
         "def slow(completions):\n"
-        "    time.sleep(3)\n"
+        "    time.sleep(30)\n"
         "    return [0.0] * len(completions)\n", encoding="utf-8")
     return RewardEnvironmentImpl({"model_path": hf_checkpoint["model"], "function": function,
                                   "code_path": [str(code)], **spec}, telemetry=make_telemetry("reward_environment"))

@@ -71,6 +71,9 @@ final class TraceCommand implements Callable<Integer> {
   @Option(names = "--expand", description = "One row per span: do not fold runs of same-named sibling spans.")
   boolean expand;
 
+  @Option(names = "--samples", description = "After the step's waterfall, the completions it kept (samples.jsonl).")
+  boolean samples;
+
   @Option(names = "--json", description = "Machine-readable output: the steps of the run, or with --step the step's spans.")
   boolean json;
 
@@ -120,10 +123,45 @@ final class TraceCommand implements Callable<Integer> {
         }
       }
       System.out.print(new TerminalWaterfall().render(view, w, tty, expand));
+      if (samples) {
+        printSamples(view.step(), w);
+      }
+      return 0;
+    }
+    if (samples) {
+      StepView view = pickStep(run);
+      if (view == null) {
+        return 1;
+      }
+      printSamples(view.step(), w);
       return 0;
     }
     System.out.print(new TerminalWaterfall().renderRun(run, w, tty));
     return 0;
+  }
+
+  /** The completions step {@code number} kept, from the run folder's {@code samples.jsonl}. */
+  private void printSamples(long number, int width) throws IOException {
+    Path file = runsDir.resolve(runId).resolve(RunTraces.SAMPLES_FILE);
+    List<dev.ravel.telemetry.runs.SampleRecord> kept = new java.util.ArrayList<>();
+    if (Files.isRegularFile(file)) {
+      int n = 0;
+      for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+        n++;
+        if (line.isBlank()) {
+          continue;
+        }
+        try {
+          dev.ravel.telemetry.runs.SampleRecord s = dev.ravel.telemetry.runs.SampleRecord.parse(line);
+          if (s.step() == number) {
+            kept.add(s);
+          }
+        } catch (IllegalArgumentException e) {
+          System.err.println("ravel: " + file + ":" + n + ": unreadable line");
+        }
+      }
+    }
+    System.out.print(dev.ravel.telemetry.view.SamplesText.render(number, kept, width));
   }
 
   private StepView pickStep(RunView run) {

@@ -255,9 +255,6 @@ public final class RunConfig {
     if (!get(Keys.EVAL).isEmpty() && !data) {
       throw new ConfigException(Keys.EVAL.dotted(), "is evaluated beside your training prompts: set " + Keys.TRAIN);
     }
-    if (get(Keys.EVAL_EVERY) > 0 && mode() == Mode.ASYNC) {
-      throw new ConfigException(Keys.EVAL_EVERY.dotted(), "evaluation runs in sync runs for now (run.mode: sync)");
-    }
     if (!data && model) {
       throw new ConfigException(Keys.MODEL_PATH.dotted(), "a Hugging Face model needs your prompts too (" + Keys.TRAIN
           + "): the built-in digit task speaks the Java runtime's own 14-token vocabulary");

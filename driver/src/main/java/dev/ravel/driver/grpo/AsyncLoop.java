@@ -104,6 +104,13 @@ final class AsyncLoop {
           clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v, null).get());
           calls++;
         }
+        Evaluation eval = settings.data() == null ? null : settings.data().eval();
+        dev.ravel.telemetry.runs.StepRecord.Eval scores = null;
+        if (eval != null && eval.at(step)) { // the weights published for this step, beside the collector's calls
+          long v = version;
+          scores = clock.time(Phase.EVALUATION, () -> eval.run(step, actors, steps.spans(), v));
+          calls += eval.calls(actors);
+        }
         Gathered got = clock.time(Phase.BUFFER_STARVATION, () -> gather(step));
         calls += got.calls;
         link(s, got.rollouts);
@@ -118,7 +125,7 @@ final class AsyncLoop {
         CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
         long collectorCalls = (after.generateCalls() - before.generateCalls())
             + (after.rewardCalls() - before.rewardCalls()) + (after.bufferCalls() - before.bufferCalls());
-        steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls);
+        steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls, scores);
       } catch (RuntimeException | Error e) {
         s.error(e); // the failed step's span says so, with the exception as an event
         throw e;

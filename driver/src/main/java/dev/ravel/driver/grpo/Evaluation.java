@@ -54,6 +54,33 @@ record Evaluation(DatasetPrompts prompts, int every, SamplingParams sampling, in
   }
 
   /**
+   * Evaluates at {@code step} on the run's workers, which serve weight version {@code version}: one
+   * {@code rl.vllm.generate} (mode {@code eval}) over the workers, then the reward environments.
+   */
+  StepRecord.Eval run(int step, GrpoActors actors, dev.ravel.telemetry.spans.Spans spans, long version) {
+    return run(step, requests -> spans.call(dev.ravel.telemetry.config.SpanGroup.GENERATION,
+        dev.ravel.telemetry.spans.SpanNames.VLLM_GENERATE, g -> {
+          g.set(dev.ravel.telemetry.spans.RavelAttributes.GENERATION_MODE, "eval")
+              .set(dev.ravel.telemetry.spans.RavelAttributes.WEIGHT_VERSION, version)
+              .set(dev.ravel.telemetry.spans.RavelAttributes.NUM_REQUESTS, (long) requests.size());
+          List<GenerationResult> results = actors.generate(requests);
+          for (GenerationResult r : results) {
+            if (r.weightVersion() != GenerationResult.NO_VERSION && r.weightVersion() != version) {
+              throw new IllegalStateException("eval request " + r.requestId() + " was generated with weight version "
+                  + r.weightVersion() + ", but the step serves version " + version);
+            }
+          }
+          return results;
+        }), actors.failover::score);
+  }
+
+  /** The actor calls {@link #run(int, GrpoActors, dev.ravel.telemetry.spans.Spans, long)} makes. */
+  int calls(GrpoActors actors) {
+    int requests = prompts.rows().size() * samples;
+    return Math.min(actors.workers.size(), requests) + actors.rewardCalls(requests);
+  }
+
+  /**
    * Evaluates at {@code step}: {@code generate} runs the requests on the workers (results in request order),
    * {@code score} scores the completions.
    */

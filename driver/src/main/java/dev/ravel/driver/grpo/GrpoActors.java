@@ -10,6 +10,8 @@ import dev.ravel.workers.collector.CollectorSpec;
 import dev.ravel.workers.collector.TrajectoryCollector;
 import dev.ravel.workers.collector.TrajectoryCollectorActor;
 import dev.ravel.workers.engine.EngineStats;
+import dev.ravel.workers.engine.GenerationRequest;
+import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
@@ -141,6 +143,31 @@ final class GrpoActors {
       actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
     }
     return actors;
+  }
+
+  /** One batched call per worker (requests dealt round-robin), results back in request order. */
+  List<GenerationResult> generate(List<GenerationRequest> requests) {
+    int w = workers.size();
+    List<List<GenerationRequest>> chunks = new ArrayList<>();
+    for (int i = 0; i < w; i++) {
+      chunks.add(new ArrayList<>());
+    }
+    for (int i = 0; i < requests.size(); i++) {
+      chunks.get(i % w).add(requests.get(i));
+    }
+    List<Failover.Pending<List<GenerationResult>>> refs = new ArrayList<>();
+    for (int i = 0; i < w; i++) {
+      if (!chunks.get(i).isEmpty()) {
+        refs.add(failover.generate(i, false, chunks.get(i)));
+      }
+    }
+    List<List<GenerationResult>> parts = new ArrayList<>();
+    refs.forEach(r -> parts.add(r.get())); // a worker that died is restarted, given the weights, and asked again
+    List<GenerationResult> out = new ArrayList<>(requests.size());
+    for (int i = 0; i < requests.size(); i++) {
+      out.add(parts.get(i % w).get(i / w));
+    }
+    return out;
   }
 
   /** Reward calls that score {@code completions} completions: one per reward environment given some. */

@@ -44,12 +44,17 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
   }
 
   /**
-   * Drops from the run's {@code steps.jsonl} the lines of steps after the checkpoint (the interrupted attempt
-   * ran them, the resumed run runs them again), writing the kept lines to a temporary file that replaces it.
-   * Returns the number of lines dropped.
+   * Drops from the run's {@code steps.jsonl} and {@code samples.jsonl} the lines of steps after the checkpoint
+   * (the interrupted attempt ran them, the resumed run runs them again), writing the kept lines to a temporary
+   * file that replaces each. Returns the number of {@code steps.jsonl} lines dropped.
    */
   public int truncateStepLog(Path runDir) {
-    Path file = runDir.resolve(StepLog.FILE);
+    truncate(runDir, dev.ravel.telemetry.runs.SampleRecord.FILE);
+    return truncate(runDir, StepLog.FILE);
+  }
+
+  private int truncate(Path runDir, String name) {
+    Path file = runDir.resolve(name);
     if (!java.nio.file.Files.isRegularFile(file)) {
       return 0;
     }
@@ -71,7 +76,7 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
           kept.add(line);
         }
       }
-      Path tmp = java.nio.file.Files.createTempFile(runDir, StepLog.FILE, ".tmp");
+      Path tmp = java.nio.file.Files.createTempFile(runDir, name, ".tmp");
       java.nio.file.Files.write(tmp, kept);
       java.nio.file.Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
           java.nio.file.StandardCopyOption.REPLACE_EXISTING);

@@ -79,19 +79,15 @@ final class SyncLoop {
         Evaluation eval = settings.data() == null ? null : settings.data().eval();
         dev.ravel.telemetry.runs.StepRecord.Eval scores = null;
         if (eval != null && eval.at(step)) { // the weights the step serves, on the held-out prompts
-          scores = clock.time(Phase.EVALUATION, () -> eval.run(step,
-              requests -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
-                g.set(RavelAttributes.GENERATION_MODE, "eval").set(RavelAttributes.WEIGHT_VERSION, version)
-                    .set(RavelAttributes.NUM_REQUESTS, (long) requests.size());
-                return generate(requests);
-              }), actors.failover::score));
-          calls += Math.min(actors.workers.size(), eval.prompts().rows().size()) + 1;
+          long v = version;
+          scores = clock.time(Phase.EVALUATION, () -> eval.run(step, actors, steps.spans(), v));
+          calls += eval.calls(actors);
         }
         List<GenerationResult> results = clock.time(Phase.GENERATION,
             () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
               g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, version)
                   .set(RavelAttributes.NUM_REQUESTS, (long) batch.requests().size());
-              return generate(batch.requests());
+              return actors.generate(batch.requests());
             }));
         calls += Math.min(actors.workers.size(), batch.requests().size());
         results.forEach(GenerationResult::requireSucceeded);
@@ -125,28 +121,4 @@ final class SyncLoop {
     }
   }
 
-  /** One batched call per worker (requests dealt round-robin), results back in request order. */
-  private List<GenerationResult> generate(List<GenerationRequest> requests) {
-    int w = actors.workers.size();
-    List<List<GenerationRequest>> chunks = new ArrayList<>();
-    for (int i = 0; i < w; i++) {
-      chunks.add(new ArrayList<>());
-    }
-    for (int i = 0; i < requests.size(); i++) {
-      chunks.get(i % w).add(requests.get(i));
-    }
-    List<Failover.Pending<List<GenerationResult>>> refs = new ArrayList<>();
-    for (int i = 0; i < w; i++) {
-      if (!chunks.get(i).isEmpty()) {
-        refs.add(actors.failover.generate(i, false, chunks.get(i)));
-      }
-    }
-    List<List<GenerationResult>> parts = new ArrayList<>();
-    refs.forEach(r -> parts.add(r.get())); // a worker that died is restarted, given the weights, and asked again
-    List<GenerationResult> out = new ArrayList<>(requests.size());
-    for (int i = 0; i < requests.size(); i++) {
-      out.add(parts.get(i % w).get(i / w));
-    }
-    return out;
-  }
 }

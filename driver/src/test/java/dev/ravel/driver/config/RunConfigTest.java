@@ -605,6 +605,22 @@ final class RunConfigTest {
         "model.dtype");
     assertConfigError(() -> RunConfig.load(null, concat(python, concat(data, List.of("data.long_prompts=keep"))),
         Map.of()), "data.long_prompts");
+    RunConfig async = RunConfig.load(null, concat(python, concat(data, List.of("run.mode=async", "data.eval=[e.jsonl]",
+        "grpo.eval_every=5"))), Map.of());
+    assertThat(async.get(Keys.EVAL_EVERY)).isEqualTo(5); // async runs evaluate too
+  }
+
+  @Test
+  void load_rewardSettings_areCheckedNamingTheKey() {
+    RunConfig ok = RunConfig.load(null, List.of("reward.on_error=zero", "reward.timeout_s=0", "reward.workers=3"),
+        Map.of());
+    assertThat(ok.get(Keys.REWARD_ON_ERROR)).isEqualTo("zero");
+    assertThat(ok.get(Keys.REWARD_WORKERS)).isEqualTo(3);
+    assertThat(RunConfig.load(null, List.of(), Map.of()).get(Keys.REWARD_TIMEOUT_S)).isEqualTo(300.0);
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("reward.on_error=skip"), Map.of()),
+        "reward.on_error").getMessage()).contains("fail").contains("zero");
+    assertConfigError(() -> RunConfig.load(null, List.of("reward.workers=0"), Map.of()), "reward.workers");
+    assertConfigError(() -> RunConfig.load(null, List.of("reward.timeout_s=-1"), Map.of()), "reward.timeout_s");
   }
 
   private static List<String> concat(List<String> a, List<String> b) {

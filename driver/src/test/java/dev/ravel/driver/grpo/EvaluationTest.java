@@ -55,7 +55,8 @@ final class EvaluationTest {
     StepRecord.Eval s = e.run(0, requests -> requests.stream().map(q -> result(q.requestId())).toList(),
         (problems, completions) -> {
           scored.add(problems);
-          return new double[] {1.0, 0.0, 1.0, 0.5};
+          return dev.ravel.workers.reward.RewardScores.of(new double[] {1.0, 0.0, 1.0, 0.5},
+              List.of("a", "b", "c", "d"));
         });
 
     assertThat(scored.get(0)).extracting(Problem::answer).containsExactly("2", "2", "4", "4");

@@ -105,7 +105,7 @@ final class GrpoLoopsTest {
   /** A reward environment that is down. */
   static final class FailingReward extends RavelActor implements RewardEnvironment {
     @Override
-    public double[] score(List<Problem> problems, List<int[]> completions) {
+    public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions) {
       throw new IllegalStateException("reward service down");
     }
   }
@@ -140,8 +140,8 @@ final class GrpoLoopsTest {
     ModelWeights w = initial(s);
     GrpoActors ok = actors(s, w);
     RavelActorHandle<PolicyTrainer> dying = local(new DyingTrainer(), PolicyTrainer.class, 1);
-    GrpoActors actors = new GrpoActors(ok.workers, ok.reward, dying, null, null,
-        new Failover(spans, 0, ok.workers, ok.reward));
+    GrpoActors actors = new GrpoActors(ok.workers, ok.rewards, dying, null, null,
+        new Failover(spans, 0, ok.workers, ok.rewards), LocalRef::new);
 
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
         new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer, w)
@@ -159,8 +159,8 @@ final class GrpoLoopsTest {
     ModelWeights w = initial(s);
     GrpoActors ok = actors(s, w);
     RavelActorHandle<RewardEnvironment> failing = local(new FailingReward(), RewardEnvironment.class, 1);
-    GrpoActors actors = new GrpoActors(ok.workers, failing, ok.trainer, null, null,
-        new Failover(spans, 0, ok.workers, failing));
+    GrpoActors actors = new GrpoActors(ok.workers, List.of(failing), ok.trainer, null, null,
+        new Failover(spans, 0, ok.workers, List.of(failing)), LocalRef::new);
 
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
         new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer, w).run())
@@ -192,6 +192,39 @@ final class GrpoLoopsTest {
     assertThat(m.weightVersion()).isEqualTo(w.version() + 1);
   }
 
+  @Test
+  void syncStep_twoRewardWorkersShareTheBatchAndTheStepKeepsItsSamples() throws Exception {
+    GrpoSettings s = settings("sync", "reward.workers=2");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+    Steps steps = new Steps(spans, SpanContext.getInvalid(), (m, total) -> reported.add(m), s,
+        new StepLog(runDir, io.opentelemetry.api.OpenTelemetry.noop().getMeter("test"), 3));
+
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps,
+        ArithmeticTask.standard(), tokenizer, w).run();
+
+    StepRecord m = reported.get(0);
+    assertThat(actors.rewards).hasSize(2);
+    assertThat(m.rayCalls()).isEqualTo(WORKERS + 2 + 3); // generate per worker, a reward call each, train phase
+    assertThat(m.trajectories()).isEqualTo(PROMPTS * GROUP);
+    assertThat(m.rewards().components()).isEmpty(); // the digit task's reward has no components
+    assertThat(m.rewards().failed()).isZero();
+    List<dev.ravel.telemetry.runs.SampleRecord> samples = java.nio.file.Files.readAllLines(
+        runDir.resolve(dev.ravel.telemetry.runs.SampleRecord.FILE)).stream()
+        .map(dev.ravel.telemetry.runs.SampleRecord::parse).toList();
+    assertThat(samples).hasSize(3).allSatisfy(x -> {
+      assertThat(x.step()).isEqualTo(1);
+      assertThat(x.prompt()).matches("[0-9]\\+[0-9]=");
+      // the reward the step trained on is the task's for the text the reward environment read
+      String[] ab = x.prompt().replace("=", "").split("\\+");
+      int sum = Integer.parseInt(ab[0]) + Integer.parseInt(ab[1]);
+      assertThat(x.answer()).isEqualTo(Integer.toString(sum));
+      assertThat(x.reward()).isEqualTo(x.completion().equals(x.answer()) ? 1.0 : 0.0);
+      assertThat(x.tokens()).isPositive();
+    });
+    assertThat(samples).extracting(dev.ravel.telemetry.runs.SampleRecord::group).doesNotHaveDuplicates();
+  }
+
   private GrpoActors actors(GrpoSettings s, ModelWeights w) {
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     for (int i = 0; i < s.workers(); i++) {
@@ -199,18 +232,21 @@ final class GrpoLoopsTest {
           tokenizer.eos(), w);
       workers.add(local(new GenerationWorkerActor(Payload.of(ws)), GenerationWorker.class, s.maxConcurrency()));
     }
-    RavelActorHandle<RewardEnvironment> reward = local(new RewardEnvironmentActor(), RewardEnvironment.class, 1);
+    List<RavelActorHandle<RewardEnvironment>> rewards = new ArrayList<>();
+    for (int i = 0; i < s.reward().workers(); i++) {
+      rewards.add(local(new RewardEnvironmentActor(), RewardEnvironment.class, 1));
+    }
     RavelActorHandle<PolicyTrainer> trainer =
         local(new PolicyTrainerActor(Payload.of(new TrainerSpec(w, s.grpo()))), PolicyTrainer.class, 1);
     RavelActorHandle<ReplayBuffer> buffer = null;
     RavelActorHandle<TrajectoryCollector> collector = null;
     if (s.async()) {
       buffer = local(new ReplayBufferActor(), ReplayBuffer.class, 4);
-      CollectorSpec cs = new CollectorSpec(workers, reward, buffer, s.promptsPerStep(), s.groupSize(), s.sampling(),
-          s.seed(), (int) s.maxAge() + 1, 8, s.groupsPerCall(), 0, 0);
+      CollectorSpec cs = new CollectorSpec(workers, rewards, buffer, s.promptsPerStep(), s.groupSize(),
+          s.sampling(), s.seed(), (int) s.maxAge() + 1, 8, s.groupsPerCall(), 0, 0, null);
       collector = local(new TrajectoryCollectorActor(Payload.of(cs)), TrajectoryCollector.class, 4);
     }
-    return new GrpoActors(workers, reward, trainer, buffer, collector, new Failover(spans, 0, workers, reward),
+    return new GrpoActors(workers, rewards, trainer, buffer, collector, new Failover(spans, 0, workers, rewards),
         LocalRef::new);
   }
 

@@ -49,6 +49,64 @@ final class StepLogTest {
     assertThat(second.get("phases").get("training").asDouble()).isEqualTo(0.75);
   }
 
+  /** A batch of {@code groups} groups of {@code size}, each completion scored with components. */
+  private static List<dev.ravel.workers.grpo.Trajectory> batch(int groups, int size) {
+    List<dev.ravel.workers.grpo.Trajectory> out = new java.util.ArrayList<>();
+    for (int g = 0; g < groups; g++) {
+      for (int i = 0; i < size; i++) {
+        out.add(new dev.ravel.workers.grpo.Trajectory("r" + g, new int[] {1}, new int[] {2, 3}, new float[] {-1, -1},
+            g + i / 10.0, 3, i).withScoring(new dev.ravel.workers.grpo.Scoring("p" + g, "c" + g + "." + i, "a" + g,
+                Map.of("exact", (double) i), false)));
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void samples_spreadOverTheGroupsTheSameForTheSameBatch() {
+    List<dev.ravel.telemetry.runs.SampleRecord> s = StepLog.samples(5, batch(8, 4), 4);
+
+    assertThat(s).extracting(dev.ravel.telemetry.runs.SampleRecord::group).containsExactly(0, 2, 4, 6);
+    assertThat(s).extracting(dev.ravel.telemetry.runs.SampleRecord::index).containsExactly(0, 1, 2, 3);
+    assertThat(s.get(1)).isEqualTo(new dev.ravel.telemetry.runs.SampleRecord(5, 2, 1, "p2", "c2.1", "a2", 2.1,
+        Map.of("exact", 1.0), 2, 3));
+    assertThat(StepLog.samples(5, batch(8, 4), 4)).isEqualTo(s);
+  }
+
+  @Test
+  void samples_moreThanGroupsTakeFurtherCompletionsOfEachAndNeverMoreThanTheBatch() {
+    List<dev.ravel.telemetry.runs.SampleRecord> s = StepLog.samples(1, batch(2, 3), 5);
+
+    assertThat(s).extracting(x -> x.group() + "/" + x.index()).containsExactly("0/0", "1/0", "0/1", "1/1", "0/2");
+    assertThat(StepLog.samples(1, batch(2, 3), 50)).hasSize(6).doesNotHaveDuplicates();
+    assertThat(StepLog.samples(1, batch(2, 3), 0)).isEmpty();
+  }
+
+  @Test
+  void record_appendsTheStepsSamplesBesideItsLine() throws Exception {
+    StepLog log = new StepLog(runDir, SdkMeterProvider.builder().build().get("test"), 2);
+
+    log.record(step(1, 0.1, 0), batch(4, 2));
+    log.record(step(2, 0.1, 0), batch(4, 2));
+
+    List<dev.ravel.telemetry.runs.SampleRecord> s = Files.readAllLines(runDir.resolve("samples.jsonl")).stream()
+        .map(dev.ravel.telemetry.runs.SampleRecord::parse).toList();
+    assertThat(s).extracting(dev.ravel.telemetry.runs.SampleRecord::step).containsExactly(1, 1, 2, 2);
+    assertThat(s.get(3).completion()).isEqualTo("c2.1");
+  }
+
+  @Test
+  void rewards_averageEachComponentAndCountTheFailed() {
+    List<dev.ravel.workers.grpo.Trajectory> b = new java.util.ArrayList<>(batch(1, 4)); // exact 0, 1, 2, 3
+    b.add(b.get(0).withScoring(new dev.ravel.workers.grpo.Scoring("p", "c", "a", Map.of(), true)));
+    b.add(b.get(0).withScoring(null));
+
+    StepRecord.Rewards r = Steps.rewards(b);
+
+    assertThat(r.components()).containsExactly(Map.entry("exact", 1.5));
+    assertThat(r.failed()).isEqualTo(1);
+  }
+
   @Test
   void record_recordsTheStepsMetricsLabelledWithTheMode() {
     InMemoryMetricReader reader = InMemoryMetricReader.create();

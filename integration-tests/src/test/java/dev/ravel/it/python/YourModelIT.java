@@ -8,6 +8,7 @@ import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.runs.RunRecord;
+import dev.ravel.telemetry.runs.SampleRecord;
 import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
@@ -59,6 +60,17 @@ final class YourModelIT {
 
         def broken(completions):
             raise ValueError("no answer here")
+
+        def flaky(completions, answers, step):
+            # the second call raises; the others give two named components
+            if step == 2:
+                raise RuntimeError("flaky service")
+            return {"answer": [1.0 if c.strip().split(" ")[0] == a else 0.0 for c, a in zip(completions, answers)],
+                    "brevity": [0.25] * len(completions)}
+
+        def hangs(completions):
+            import time
+            time.sleep(3600)
         """);
   }
 
@@ -73,8 +85,9 @@ final class YourModelIT {
     RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 900, "run", example(), "model.path=" + model,
         "data.train=[" + train + "]", "reward.function=it_rewards:first_answer", "reward.code_path=[" + code + "]",
         "run.mode=" + mode, "grpo.steps=" + n, "grpo.checkpoint_every=20", "telemetry.run_id=" + id,
-        "telemetry.runs_dir=" + runs, mode.equals("sync") ? "data.eval=[" + train + "]" : "data.eval=[]",
-        mode.equals("sync") ? "grpo.eval_every=10" : "grpo.eval_every=0");
+        "telemetry.runs_dir=" + runs, "data.eval=[" + train + "]", "grpo.eval_every=10",
+        // async: two reward actors share each batch
+        "reward.workers=" + (mode.equals("sync") ? 1 : 2));
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     assertThat(r.stdout()).contains("ravel: 25 prompts from " + train + "; reward it_rewards:first_answer");
     Path runDir = runs.resolve(id);
@@ -91,17 +104,33 @@ final class YourModelIT {
     System.out.printf("your model, data and reward, %s: reward first 3 steps %.3f, last 3 steps %.3f%n", mode, first,
         last);
     assertThat(last - first).isGreaterThan(0.3);
-    if (mode.equals("sync")) { // the 25 rows, greedily, at steps 1, 11, 21 and 31
+    { // the 25 rows, greedily, at steps 1, 11, 21, 31 (and 41): async evaluates beside its collector
       List<StepRecord> evaluated = steps.stream().filter(s -> s.eval() != null).toList();
-      assertThat(evaluated).extracting(StepRecord::step).containsExactly(1, 11, 21, 31);
+      List<Integer> at = mode.equals("sync") ? List.of(1, 11, 21, 31) : List.of(1, 11, 21, 31, 41);
+      assertThat(evaluated).extracting(StepRecord::step).containsExactlyElementsOf(at);
       assertThat(evaluated).allSatisfy(s -> assertThat(s.eval().completions()).isEqualTo(25));
       double before = evaluated.get(0).eval().accuracy();
-      double after = evaluated.get(3).eval().accuracy();
-      System.out.printf("your model, eval accuracy (greedy, 25 prompts): step 1 %.2f, step 31 %.2f%n", before, after);
+      double after = evaluated.get(evaluated.size() - 1).eval().accuracy();
+      System.out.printf("your model, %s: eval accuracy (greedy, 25 prompts): step 1 %.2f, step %d %.2f%n", mode, before,
+          evaluated.get(evaluated.size() - 1).step(), after);
       assertThat(after - before).isGreaterThan(0.3);
       assertThat(steps.get(0).phases()).containsKey("eval");
-      assertThat(RunTraces.readDir(runDir).named("rl.grpo.evaluate")).hasSize(4);
+      assertThat(RunTraces.readDir(runDir).named("rl.grpo.evaluate")).hasSize(at.size());
     }
+    // four completions a step kept as text, each reward the function's for its text
+    List<SampleRecord> samples = Files.readAllLines(runDir.resolve("samples.jsonl")).stream()
+        .map(SampleRecord::parse).toList();
+    assertThat(samples).hasSize(4 * n).allSatisfy(x -> {
+      assertThat(x.prompt()).matches("[0-4]\\+[0-4]=");
+      assertThat(x.reward()).isEqualTo(x.completion().strip().split(" ")[0].equals(x.answer()) ? 1.0 : 0.0);
+    });
+    assertThat(samples.stream().filter(x -> x.step() == n)).hasSize(4);
+    assertThat(steps).allSatisfy(s -> assertThat(s.rewards().failed()).isZero());
+    RavelCommand.Result shown = RavelCommand.run(TestEnv.clean(), 120, "trace", id, "--step", Integer.toString(n),
+        "--samples", "--plain", "--runs-dir", runs.toString());
+    assertThat(shown.exitCode()).as("trace --samples; stderr:%n%s", shown.stderr()).isZero();
+    assertThat(shown.stdout()).contains("samples of step " + n + " (4)")
+        .contains("    prompt:      " + samples.get(samples.size() - 1).prompt());
     @SuppressWarnings("unchecked")
     Map<String, Object> data = (Map<String, Object>) record.details().get("data");
     assertThat(data).containsEntry("prompts", 25).containsEntry("dropped_too_long", 0)
@@ -190,16 +219,48 @@ final class YourModelIT {
     }
   }
 
-  @Test
-  void run_rewardFunctionThatRaises_failsTheStepWithItsMessage() throws Exception {
-    Path runs = tmp.resolve("runs-broken");
+  @ParameterizedTest
+  @ValueSource(strings = {"broken", "hangs"})
+  void run_rewardFunctionThatRaisesOrHangs_failsTheStepNamingIt(String function) throws Exception {
+    Path runs = tmp.resolve("runs-" + function);
     RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 600, "run", example(), "model.path=" + model,
-        "data.train=[" + train + "]", "reward.function=it_rewards:broken", "reward.code_path=[" + code + "]",
-        "grpo.steps=2", "telemetry.run_id=it-broken-reward", "telemetry.runs_dir=" + runs);
+        "data.train=[" + train + "]", "reward.function=it_rewards:" + function, "reward.code_path=[" + code + "]",
+        "reward.timeout_s=2", "grpo.steps=2", "telemetry.run_id=it-" + function + "-reward",
+        "telemetry.runs_dir=" + runs);
     assertThat(r.exitCode()).as("stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isEqualTo(1);
-    assertThat(r.stdout() + r.stderr()).contains("reward.function it_rewards:broken: raised ValueError: no answer here");
-    assertThat(RunRecord.read(runs.resolve("it-broken-reward")).orElseThrow().status())
+    assertThat(r.stdout() + r.stderr()).contains(function.equals("broken")
+        ? "reward.function it_rewards:broken: raised ValueError: no answer here"
+        : "reward.function it_rewards:hangs: a call took more than reward.timeout_s = 2 s (256 completions)");
+    assertThat(RunRecord.read(runs.resolve("it-" + function + "-reward")).orElseThrow().status())
         .isEqualTo(RunRecord.Status.FAILED);
+  }
+
+  @Test
+  void run_rewardComponentsAndOnErrorZero_areLoggedPerStepAndCounted() throws Exception {
+    Path runs = tmp.resolve("runs-flaky");
+    String id = "it-flaky-reward";
+    RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 600, "run", example(), "model.path=" + model,
+        "data.train=[" + train + "]", "reward.function=it_rewards:flaky", "reward.code_path=[" + code + "]",
+        "reward.on_error=zero", "grpo.steps=3", "telemetry.run_id=" + id, "telemetry.runs_dir=" + runs);
+    assertThat(r.exitCode()).as("stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+    List<StepRecord> steps = RunRecord.read(runs.resolve(id)).orElseThrow().stepMetrics();
+    assertThat(steps).hasSize(3);
+    for (int i : new int[] {0, 2}) { // the components' means add up to the mean reward
+      StepRecord s = steps.get(i);
+      assertThat(s.rewards().components()).containsOnlyKeys("answer", "brevity").containsEntry("brevity", 0.25);
+      assertThat(s.rewards().components().get("answer") + 0.25).isCloseTo(s.rewardMean(),
+          org.assertj.core.data.Offset.offset(1e-9));
+      assertThat(s.rewards().failed()).isZero();
+    }
+    StepRecord failed = steps.get(1); // the second call raised: its 32 x 8 completions scored 0, counted
+    assertThat(failed.rewards().failed()).isEqualTo(failed.trajectories()).isEqualTo(256);
+    assertThat(failed.rewardMean()).isZero();
+    assertThat(failed.rewards().components()).isEmpty();
+    List<SpanRecord> calls = RunTraces.readDir(runs.resolve(id)).named("rl.reward.score");
+    assertThat(calls).hasSize(3).allSatisfy(s ->
+        assertThat(s.attributes()).containsEntry("rl.reward.function", "it_rewards:flaky"));
+    assertThat(calls).filteredOn(s -> s.attributes().containsKey("rl.reward.failed")).hasSize(1).first()
+        .satisfies(s -> assertThat(String.valueOf(s.attributes().get("rl.reward.failed"))).isEqualTo("256"));
   }
 
   private static String example() {

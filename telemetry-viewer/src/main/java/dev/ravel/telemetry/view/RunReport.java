@@ -60,9 +60,16 @@ public final class RunReport {
   private final RunView run;
   private final List<EngineSeries> engine;
   private final List<String> problems;
+  private final List<dev.ravel.telemetry.runs.SampleRecord> samples;
 
   private RunReport(String runId, RunRecord summary, List<StepRecord> steps, RunView run, List<EngineSeries> engine,
       List<String> problems) {
+    this(runId, summary, steps, run, engine, problems, List.of());
+  }
+
+  private RunReport(String runId, RunRecord summary, List<StepRecord> steps, RunView run, List<EngineSeries> engine,
+      List<String> problems, List<dev.ravel.telemetry.runs.SampleRecord> samples) {
+    this.samples = List.copyOf(samples);
     this.runId = runId;
     this.summary = summary;
     this.steps = List.copyOf(steps);
@@ -92,6 +99,9 @@ public final class RunReport {
     if (steps.isEmpty() && summary != null) {
       steps.addAll(summary.stepMetrics()); // a run from before steps.jsonl
     }
+    List<dev.ravel.telemetry.runs.SampleRecord> samples = new ArrayList<>();
+    forEachLine(runDir.resolve(RunTraces.SAMPLES_FILE), problems, dev.ravel.telemetry.runs.SampleRecord::parse,
+        samples::add);
     RunTraces traces = RunTraces.readDir(runDir);
     problems.addAll(traces.problems());
     if (steps.isEmpty() && traces.spans().isEmpty()) {
@@ -101,7 +111,7 @@ public final class RunReport {
     RunView view = RunView.of(traces.spans());
     String id = summary != null ? summary.runId()
         : !view.runId().isEmpty() ? view.runId() : runDir.getFileName().toString();
-    return new RunReport(id, summary, steps, view, engineSeries(runDir, problems), problems);
+    return new RunReport(id, summary, steps, view, engineSeries(runDir, problems), problems, samples);
   }
 
   /** A report of spans and step lines already read (no run.json, no engine series). */
@@ -165,6 +175,9 @@ public final class RunReport {
     chart(h, "chart-grad-norm", "Gradient norm before clipping");
     chart(h, "chart-learning-rate", "Learning rate");
     chart(h, "chart-entropy", "Entropy of the sampled tokens (mean)");
+    chart(h, "chart-eval", "Eval set: reward and accuracy");
+    chart(h, "chart-reward-components", "Reward components (mean)");
+    chart(h, "chart-length", "Completion length (tokens: mean, max)");
     chart(h, "chart-clip", "Tokens clipped: low, high, dual (share)");
     chart(h, "chart-step-time", "Step time by goodput bucket (s)");
     chart(h, "chart-engine-queue", "Engine queue time, mean per interval (s)");
@@ -172,7 +185,7 @@ public final class RunReport {
     h.append("</section>\n<section class=\"steps\">\n<h2>Steps</h2>\n<table id=\"steps\">\n<thead><tr>")
         .append("<th>step</th><th>reward</th><th>std</th><th>KL</th><th>loss</th><th>clip</th><th>time</th>")
         .append("<th>tokens/s</th><th>used</th><th>dropped</th><th>no signal</th><th>grad norm</th><th>lr</th>")
-        .append("<th>entropy</th><th>spans</th></tr></thead>\n<tbody>\n");
+        .append("<th>entropy</th><th>eval</th><th>length</th><th>spans</th></tr></thead>\n<tbody>\n");
     for (JsonNode s : data.get("steps")) {
       h.append("<tr class=\"step-row\" tabindex=\"0\" data-step=\"").append(s.get("step").asLong()).append("\">")
           .append(td(Long.toString(s.get("step").asLong()))).append(td(num(s.get("reward_mean"))))
@@ -181,13 +194,19 @@ public final class RunReport {
           .append(td(num(s.get("tokens_per_s")))).append(td(s.path("trajectories").asText("")))
           .append(td(s.path("dropped").asText(""))).append(td(s.path("zero_advantage_groups").asText("")))
           .append(td(num(s.get("grad_norm")))).append(td(sig(s.get("learning_rate")))).append(td(num(s.get("entropy"))))
+          .append(td(num(s.get("eval_reward")))).append(td(num(s.get("length_mean"))))
           .append(td(s.path("spans").asText("0")))
           .append("</tr>\n");
     }
     h.append("</tbody>\n</table>\n</section>\n<section class=\"waterfall\">\n<h2 id=\"waterfall-title\">")
         .append("Click a step to see its waterfall</h2>\n")
         .append("<iframe id=\"waterfall-frame\" title=\"step waterfall\" sandbox=\"allow-scripts\"></iframe>\n")
-        .append("</section>\n</main>\n");
+        .append("</section>\n<section class=\"samples\">\n<h2 id=\"samples-title\">Sample completions</h2>\n")
+        .append("<p id=\"samples-note\">").append(samples.isEmpty() ? "This run kept no samples (samples.jsonl)."
+            : "Click a step to see the completions it kept (telemetry.samples_per_step).")
+        .append("</p>\n<table id=\"samples\"><thead><tr><th>group</th><th>#</th><th>prompt</th><th>completion</th>")
+        .append("<th>answer</th><th>reward</th><th>components</th><th>tokens</th></tr></thead><tbody></tbody>")
+        .append("</table>\n</section>\n</main>\n");
     if (!problems.isEmpty()) {
       h.append("<section class=\"problems\"><h2>Unread input</h2><ul>\n");
       problems.stream().limit(50).forEach(p -> h.append("<li>").append(Fmt.html(p)).append("</li>\n"));
@@ -250,6 +269,24 @@ public final class RunReport {
       finite(o, "tokens_per_s", s.tokensPerSecond());
       o.put("trajectories", s.trajectories());
       o.put("dropped", s.droppedForAge());
+      if (s.eval() != null) {
+        finite(o, "eval_reward", s.eval().reward());
+        finite(o, "eval_accuracy", s.eval().accuracy());
+      }
+      if (s.completions() != null) {
+        finite(o, "length_mean", s.completions().meanTokens());
+        o.put("length_max", s.completions().maxTokens());
+        o.put("clipped", s.completions().clipped());
+      }
+      if (s.rewards() != null) {
+        ObjectNode c = o.putObject("reward_components");
+        s.rewards().components().forEach((k, x) -> {
+          if (Double.isFinite(x)) {
+            c.put(k, x);
+          }
+        });
+        o.put("reward_failed", s.rewards().failed());
+      }
       if (s.update() != null) {
         StepRecord.Update u = s.update();
         finite(o, "grad_norm", u.gradNorm());
@@ -286,6 +323,21 @@ public final class RunReport {
         o.put("spans", v.spanCount());
         o.put("trace_id", v.traceId());
       }
+    }
+    ObjectNode kept = root.putObject("samples");
+    for (dev.ravel.telemetry.runs.SampleRecord x : samples) {
+      ArrayNode at = kept.has(Integer.toString(x.step())) ? (ArrayNode) kept.get(Integer.toString(x.step()))
+          : kept.putArray(Integer.toString(x.step()));
+      ObjectNode o = at.addObject();
+      o.put("group", x.group()).put("index", x.index()).put("prompt", x.prompt()).put("completion", x.completion())
+          .put("answer", x.answer()).put("tokens", x.tokens());
+      finite(o, "reward", x.reward());
+      ObjectNode c = o.putObject("components");
+      x.components().forEach((k, v) -> {
+        if (Double.isFinite(v)) {
+          c.put(k, v);
+        }
+      });
     }
     ObjectNode eng = root.putObject("engine");
     ArrayNode queue = eng.putArray("queue_time");

@@ -161,7 +161,31 @@
     lines(id, series, "seconds since the run's first span", false);
   }
 
+  /** The completions step {@code step} kept (samples.jsonl), in the table under its waterfall. */
+  function showSamples(step) {
+    var rows = (data.samples || {})[String(step)] || [];
+    var body = document.querySelector("#samples tbody");
+    while (body.firstChild) { body.removeChild(body.firstChild); }
+    document.getElementById("samples-title").textContent = "Sample completions of step " + step;
+    document.getElementById("samples-note").textContent = rows.length === 0
+      ? "Step " + step + " kept no samples." : rows.length + " of the step's completions (telemetry.samples_per_step).";
+    rows.forEach(function (s) {
+      var tr = document.createElement("tr");
+      tr.className = "sample-row";
+      var comps = Object.keys(s.components || {}).map(function (k) { return k + " " + fmt(s.components[k]); }).join(", ");
+      [s.group, s.index, s.prompt, s.completion, s.answer, typeof s.reward === "number" ? fmt(s.reward) : "",
+        comps, s.tokens].forEach(function (v, i) {
+        var td = document.createElement("td");
+        td.textContent = String(v);
+        if (i >= 2 && i <= 4) { td.className = "text"; }
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
   function showStep(step) {
+    showSamples(step);
     var doc = document.querySelector("script.waterfall-doc[data-step='" + step + "']");
     var heading = document.getElementById("waterfall-title");
     var frameEl = document.getElementById("waterfall-frame");
@@ -206,6 +230,22 @@
   lines("chart-grad-norm", [stepSeries("grad norm (before clipping)", "grad_norm", "#e15759")], "step", true);
   lines("chart-learning-rate", [stepSeries("learning rate", "learning_rate", "#76b7b2")], "step", true);
   lines("chart-entropy", [stepSeries("entropy", "entropy", "#59a14f")], "step", true);
+  lines("chart-eval", [stepSeries("eval reward", "eval_reward", "#4e79a7"),
+    stepSeries("eval accuracy", "eval_accuracy", "#59a14f")], "step", true);
+  var componentNames = [];
+  steps.forEach(function (s) {
+    Object.keys(s.reward_components || {}).forEach(function (k) { if (componentNames.indexOf(k) < 0) { componentNames.push(k); } });
+  });
+  lines("chart-reward-components", componentNames.map(function (k, i) {
+    var pts = [];
+    steps.forEach(function (s) {
+      var v = (s.reward_components || {})[k];
+      if (typeof v === "number") { pts.push([s.step, v, s.step]); }
+    });
+    return {name: k, color: PALETTE[i % PALETTE.length], points: pts, band: null};
+  }), "step", true);
+  lines("chart-length", [stepSeries("mean", "length_mean", "#4e79a7"), stepSeries("max", "length_max", "#f28e2b")],
+    "step", true);
   lines("chart-clip", [stepSeries("clipped low", "clip_low", "#4e79a7"), stepSeries("clipped high", "clip_high", "#f28e2b"),
     stepSeries("dual clip", "clip_dual", "#b07aa1")], "step", true);
   stacked("chart-step-time");
@@ -224,5 +264,5 @@
   // report.html#step=N opens step N's waterfall (a link to one step of a run)
   var wanted = /^#step=(-?\d+)$/.exec(window.location.hash);
   if (wanted) { showStep(wanted[1]); }
-  window.ravelReport = {showStep: showStep, data: data};
+  window.ravelReport = {showStep: showStep, showSamples: showSamples, data: data};
 })();

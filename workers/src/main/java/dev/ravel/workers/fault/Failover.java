@@ -158,8 +158,8 @@ public final class Failover {
       int from = r * completions.size() / parts;
       int to = (r + 1) * completions.size() / parts;
       RavelActorHandle<RewardEnvironment> env = rewards.get(r);
-      List<Problem> p = problems.subList(from, to);
-      List<int[]> c = completions.subList(from, to);
+      List<Problem> p = List.copyOf(problems.subList(from, to)); // sent to an actor: serializable
+      List<int[]> c = List.copyOf(completions.subList(from, to));
       pending.add(new Pending<>(workers.size() + r, 0, () -> env.call(RewardEnvironment::score, p, c)));
     }
     List<RewardScores> scores = new ArrayList<>(parts);

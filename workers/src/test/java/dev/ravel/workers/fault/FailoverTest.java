@@ -130,12 +130,13 @@ final class FailoverTest {
     volatile long pid = 500;
 
     @Override
-    public double[] score(List<Problem> problems, List<int[]> completions) {
+    public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions) {
       if (calls.incrementAndGet() == 1) {
         pid++;
         throw new RayActorException(1, "The actor died unexpectedly before finishing this task.", null);
       }
-      return new double[completions.size()];
+      return dev.ravel.workers.reward.RewardScores.of(new double[completions.size()],
+          java.util.Collections.nCopies(completions.size(), ""));
     }
 
     @Override
@@ -278,11 +279,32 @@ final class FailoverTest {
   @Test
   void score_rewardEnvironmentDies_isAskedAgainOnTheRestartedOne() {
     Failover f = failover(1, new DyingWorker(0));
-    double[] r = f.score(List.of(new Problem("1+2=", "3")), List.of(new int[] {5}));
+    double[] r = f.score(List.of(new Problem("1+2=", "3")), List.of(new int[] {5})).rewards();
     assertThat(r).hasSize(1);
     assertThat(f.stats().processes()).containsEntry(Failover.REWARD, List.of(500L, 501L));
     assertThat(f.stats().retriedRequests()).isZero(); // no generation requests in a score call
     assertThat(f.stats().retriedCalls()).isEqualTo(1);
+  }
+
+  @Test
+  void score_twoRewardEnvironments_eachScoresItsShareInOrderAndOneThatDiesIsAskedAgain() {
+    DyingReward first = new DyingReward();
+    first.calls.set(1); // lives
+    DyingReward second = new DyingReward();
+    second.pid = 700;
+    Failover f = new Failover(spans, 1, List.of(), List.of(local(first, RewardEnvironment.class),
+        local(second, RewardEnvironment.class)));
+    f.recordProcesses();
+    List<Problem> problems = java.util.stream.IntStream.range(0, 5).mapToObj(i -> new Problem(i + "+0=", "" + i))
+        .toList();
+
+    dev.ravel.workers.reward.RewardScores s = f.score(problems, java.util.Collections.nCopies(5, new int[] {5}));
+
+    assertThat(s.size()).isEqualTo(5);
+    assertThat(first.calls).hasValue(2);
+    assertThat(second.calls).hasValue(2); // died under the first, scored on the restarted one
+    assertThat(f.stats().processes()).containsEntry(Failover.REWARD + "/0", List.of(500L))
+        .containsEntry(Failover.REWARD + "/1", List.of(700L, 701L));
   }
 
   @Test

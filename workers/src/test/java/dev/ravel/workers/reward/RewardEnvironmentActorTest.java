@@ -19,14 +19,32 @@ final class RewardEnvironmentActorTest {
 
   private final RewardEnvironmentActor reward = new RewardEnvironmentActor();
 
+  private double[] rewards(List<Problem> problems, List<int[]> completions) {
+    return reward.score(problems, completions).rewards();
+  }
+
+  @Test
+  void score_givesTheAnswerTextItReadWithoutComponents() {
+    int[] answered = completion("5", true);
+    int[] more = completion("77", false);
+    int[] ignoredEos = Arrays.copyOf(answered, answered.length + more.length);
+    System.arraycopy(more, 0, ignoredEos, answered.length, more.length);
+
+    RewardScores s = reward.score(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE), List.of(ignoredEos, completion("6", true)));
+
+    assertThat(s.texts()).containsExactly("5", "6");
+    assertThat(s.components()).isEmpty();
+    assertThat(s.failed()).isZero();
+  }
+
   @Test
   void score_correctAnswerEndedByEosIsRewarded() {
-    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("5", true)))).containsExactly(1.0);
+    assertThat(rewards(List.of(TWO_PLUS_THREE), List.of(completion("5", true)))).containsExactly(1.0);
   }
 
   @Test
   void score_correctAnswerCutOffBeforeEosIsStillRewarded() {
-    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("5", false)))).containsExactly(1.0);
+    assertThat(rewards(List.of(TWO_PLUS_THREE), List.of(completion("5", false)))).containsExactly(1.0);
   }
 
   @Test
@@ -37,13 +55,13 @@ final class RewardEnvironmentActorTest {
     System.arraycopy(more, 0, ignoredEos, answered.length, more.length);
     int[] lateEos = completion("57", true);
 
-    assertThat(reward.score(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE), List.of(ignoredEos, lateEos)))
+    assertThat(rewards(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE), List.of(ignoredEos, lateEos)))
         .containsExactly(1.0, 0.0);
   }
 
   @Test
   void score_wrongDigitGetsNothing() {
-    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(completion("6", true)))).containsExactly(0.0);
+    assertThat(rewards(List.of(TWO_PLUS_THREE), List.of(completion("6", true)))).containsExactly(0.0);
   }
 
   @Test
@@ -51,12 +69,12 @@ final class RewardEnvironmentActorTest {
     List<Problem> problems = List.of(TWO_PLUS_THREE, TWO_PLUS_THREE, TWO_PLUS_THREE);
     List<int[]> completions = List.of(completion("55", true), completion("5=", true), completion("2+3=5", true));
 
-    assertThat(reward.score(problems, completions)).containsExactly(0.0, 0.0, 0.0);
+    assertThat(rewards(problems, completions)).containsExactly(0.0, 0.0, 0.0);
   }
 
   @Test
   void score_onlyEosGetsNothing() {
-    assertThat(reward.score(List.of(TWO_PLUS_THREE), List.of(new int[] {TOKENIZER.eos()}))).containsExactly(0.0);
+    assertThat(rewards(List.of(TWO_PLUS_THREE), List.of(new int[] {TOKENIZER.eos()}))).containsExactly(0.0);
   }
 
   @Test
@@ -65,7 +83,7 @@ final class RewardEnvironmentActorTest {
     List<int[]> completions =
         List.of(completion("5", true), completion("5", true), completion("8", true), completion("8", true));
 
-    assertThat(reward.score(problems, completions)).containsExactly(1.0, 0.0, 0.0, 1.0);
+    assertThat(rewards(problems, completions)).containsExactly(1.0, 0.0, 0.0, 1.0);
   }
 
   @Test

@@ -1,0 +1,21 @@
+"""``python -m ravel_checks.bench_hf`` runs end to end on a tiny setting (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ravel_checks import bench_hf
+
+
+def test_the_benchmark_reports_equal_token_counts_on_both_sides(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = bench_hf.main(["--hidden", "16", "--layers", "1", "--heads", "2", "--prompts", "2", "--group-size", "2",
+                          "--max-new-tokens", "3", "--rounds", "1", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    for name in ("generation", "training"):
+        (row,) = report[name]["rounds"]
+        assert row["ravel_tokens"] == row["plain_tokens"] == 2 * 2 * 3
+        assert row["ravel_s"] > 0 and row["plain_s"] > 0 and report[name]["ratio_median"] > 0
+    assert report["settings"]["completions"] == 4 and report["threads"] >= 1
