@@ -345,13 +345,15 @@ class TransformersEngine:
         steps = max(s.request.params.max_tokens for s in seqs)
         alive = [True] * len(seqs)
         version = self._version
+        # each request's uniform draws for all its steps at once: the same numbers as one draw per step (a
+        # generator's stream does not depend on how it is read), without a Python call per request per token
+        sampled = torch.tensor([s.request.params.temperature != 0 for s in seqs])
+        draws = torch.stack([torch.rand(steps, generator=g, dtype=torch.float64) for g in gens])
+        draws[~sampled] = 0.0
         out = self.model(input_ids=ids, use_cache=True)
         for step in range(steps):
             logits = out.logits[:, -1, :]
-            u = torch.zeros(len(seqs), dtype=torch.float64)
-            for i, s in enumerate(seqs):
-                if alive[i] and s.request.params.temperature != 0:
-                    u[i] = torch.rand((), generator=gens[i], dtype=torch.float64)
+            u = draws[:, step]
             tokens, logps = sample_tokens(logits, temps, top_ps, u)
             token_list, logp_list = tokens.tolist(), logps.tolist()
             now = time.time_ns()
