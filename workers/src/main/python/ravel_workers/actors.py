@@ -401,7 +401,7 @@ class RewardEnvironmentImpl(_Telemetry):
         try:
             scores = self._call([p.prompt for p in problems], texts, [p.answer for p in problems],
                                 [p.metadata for p in problems], self.calls)
-        except rewards.RewardRaised:
+        except rewards.RewardRaisedError:
             if self.spec.on_error != "zero":
                 raise
             span.set_attribute(names.REWARD_FAILED, len(texts))

@@ -28,7 +28,7 @@ class RewardError(ValueError):
     """A reward function that cannot be found, called, or whose result is not one number per completion."""
 
 
-class RewardRaised(RewardError):
+class RewardRaisedError(RewardError):
     """The reward function raised (``reward.on_error`` decides whether the step fails); the message names it."""
 
 
@@ -91,7 +91,7 @@ class RewardFunction:
         try:
             result = self.fn(**{k: given[k] for k in self.arguments})
         except Exception as e:
-            raise RewardRaised(f"reward.function {self.name}: raised {type(e).__name__}: {e}") from e
+            raise RewardRaisedError(f"reward.function {self.name}: raised {type(e).__name__}: {e}") from e
         if isinstance(result, Mapping):
             components = {str(k): _numbers(self.name, f"component '{k}'", v, n) for k, v in result.items()}
             if not components:

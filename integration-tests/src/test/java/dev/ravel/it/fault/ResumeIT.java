@@ -130,6 +130,11 @@ final class ResumeIT {
       assertThat(b.get("update").get("learningRate").asDouble()).as("step %d's learning rate", i + 1)
           .isEqualTo(a.get("update").get("learningRate").asDouble());
     }
+    // the same prompts and completions after the resume: samples.jsonl holds the uninterrupted run's lines, each
+    // step's once (the killed attempt's lines after the checkpoint were dropped)
+    assertThat(Files.readAllLines(tmp.resolve("runs").resolve("py-killed").resolve("samples.jsonl")))
+        .hasSize(4 * steps)
+        .containsExactlyElementsOf(Files.readAllLines(tmp.resolve("runs").resolve("py-straight").resolve("samples.jsonl")));
   }
 
   /** Starts {@code bin/ravel} with {@code args} on its own head and SIGKILLs the driver once {@code line} shows. */

@@ -130,7 +130,7 @@ final class YourModelIT {
         "--samples", "--plain", "--runs-dir", runs.toString());
     assertThat(shown.exitCode()).as("trace --samples; stderr:%n%s", shown.stderr()).isZero();
     assertThat(shown.stdout()).contains("samples of step " + n + " (4)")
-        .contains("    prompt:      " + samples.get(samples.size() - 1).prompt());
+        .contains("    prompt:     " + samples.get(samples.size() - 1).prompt());
     @SuppressWarnings("unchecked")
     Map<String, Object> data = (Map<String, Object>) record.details().get("data");
     assertThat(data).containsEntry("prompts", 25).containsEntry("dropped_too_long", 0)

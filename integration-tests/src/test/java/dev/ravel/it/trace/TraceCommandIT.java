@@ -285,6 +285,8 @@ final class TraceCommandIT {
       }
       assertThat(browser.findElements(By.cssSelector("#chart-clip .point"))).as("clip low, high and dual per step")
           .hasSize(9);
+      assertThat(browser.findElements(By.cssSelector("#chart-length .point"))).as("mean and max length per step")
+          .hasSize(6);
       List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
       assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
       assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");
@@ -304,6 +306,15 @@ final class TraceCommandIT {
           .isEqualTo("2");
       assertThat(second.getAttribute("class")).contains("selected");
       assertThat(browser.findElement(By.id("waterfall-title")).getText()).contains("Step 2");
+      // the completions step 2 kept, as the run folder's samples.jsonl has them
+      List<dev.ravel.telemetry.runs.SampleRecord> kept = Files.readAllLines(runs.resolve("it-trace-cli")
+          .resolve("samples.jsonl")).stream().map(dev.ravel.telemetry.runs.SampleRecord::parse)
+          .filter(x -> x.step() == 2).toList();
+      assertThat(kept).isNotEmpty();
+      List<WebElement> sampleRows = browser.findElements(By.cssSelector("#samples tr.sample-row"));
+      assertThat(sampleRows).hasSize(kept.size());
+      assertThat(sampleRows.get(0).findElements(By.tagName("td")).get(2).getText()).isEqualTo(kept.get(0).prompt());
+      assertThat(browser.findElement(By.id("samples-title")).getText()).isEqualTo("Sample completions of step 2");
       String traceId = run.traces().named("rl.grpo.step").stream()
           .filter(s -> Long.valueOf(2).equals(s.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
       browser.switchTo().frame(browser.findElement(By.id("waterfall-frame")));
