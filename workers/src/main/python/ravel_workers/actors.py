@@ -390,8 +390,9 @@ class RewardEnvironmentImpl(_Telemetry):
         self._hung: str | None = None
 
     @role_method()
-    def score(self, problems: list[Problem], completions: list[list[int]]) -> RewardScores:
-        """The reward of each completion (token ids, decoded without special tokens) for its problem."""
+    def score(self, problems: list[Problem], completions: list[list[int]], step: int) -> RewardScores:
+        """The reward of each completion (token ids, decoded without special tokens) for its problem, of training
+        step ``step`` (numbered from 1; your function's ``step``)."""
         if len(problems) != len(completions):
             raise ValueError(f"score: {len(problems)} problems for {len(completions)} completions")
         span = trace.get_current_span()
@@ -400,7 +401,7 @@ class RewardEnvironmentImpl(_Telemetry):
         self.calls += 1
         try:
             scores = self._call([p.prompt for p in problems], texts, [p.answer for p in problems],
-                                [p.metadata for p in problems], self.calls)
+                                [p.metadata for p in problems], step)
         except rewards.RewardRaisedError:
             if self.spec.on_error != "zero":
                 raise

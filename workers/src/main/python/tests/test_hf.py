@@ -61,7 +61,7 @@ def test_reward_environment_decodes_completions_and_calls_the_function(
     seven = tok("7", add_special_tokens=False).input_ids + [tok.eos_token_id]
     eight = tok("8", add_special_tokens=False).input_ids
     problems = [Problem("3+4=", "7"), Problem("3+4=", "7")]
-    scores = RewardEnvironmentImpl.score.typed(env, problems, [seven, eight])  # type: ignore[attr-defined]
+    scores = RewardEnvironmentImpl.score.typed(env, problems, [seven, eight], 1)  # type: ignore[attr-defined]
     assert scores == RewardScores([1.0, 0.0], ["7", "8"], {}, 0)
 
 
@@ -75,6 +75,8 @@ def _env(hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTel
         "    return {'exact': [float(c == a) for c, a in zip(completions, answers)], 'short': [0.5] * len(answers)}\n"
         "def broken(completions):\n"
         "    raise KeyError('no answer here')\n"
+        "def by_step(completions, step):\n"
+        "    return [float(step)] * len(completions)\n"
         "def slow(completions):\n"
         "    time.sleep(30)\n"
         "    return [0.0] * len(completions)\n", encoding="utf-8")
@@ -91,18 +93,25 @@ def _two(env: RewardEnvironmentImpl) -> tuple[list[Problem], list[list[int]]]:
 def test_reward_environment_returns_each_component_beside_their_sum(
         hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path) -> None:
     env = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:parts")
-    scores = RewardEnvironmentImpl.score.typed(env, *_two(env))  # type: ignore[attr-defined]
+    scores = RewardEnvironmentImpl.score.typed(env, *_two(env), 1)  # type: ignore[attr-defined]
     assert scores.rewards == [1.5, 0.5]
     assert scores.components == {"exact": [1.0, 0.0], "short": [0.5, 0.5]} and scores.failed == 0
+
+
+def test_reward_environment_gives_the_function_the_training_step(
+        hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path) -> None:
+    env = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:by_step")
+    assert RewardEnvironmentImpl.score.typed(env, *_two(env), 7).rewards == [7.0, 7.0]  # type: ignore[attr-defined]
+    assert RewardEnvironmentImpl.score.typed(env, *_two(env), 3).rewards == [3.0, 3.0]  # type: ignore[attr-defined]
 
 
 def test_reward_environment_fails_on_a_raising_function_unless_told_to_score_zero(
         hf_checkpoint: dict[str, str], make_telemetry: Callable[..., ProcessTelemetry], tmp_path: Path) -> None:
     failing = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:broken")
     with pytest.raises(RewardError, match=r"reward.function env_rewards:broken: raised KeyError: 'no answer here'"):
-        RewardEnvironmentImpl.score.typed(failing, *_two(failing))  # type: ignore[attr-defined]
+        RewardEnvironmentImpl.score.typed(failing, *_two(failing), 1)  # type: ignore[attr-defined]
     zero = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:broken", on_error="zero")
-    scores = RewardEnvironmentImpl.score.typed(zero, *_two(zero))  # type: ignore[attr-defined]
+    scores = RewardEnvironmentImpl.score.typed(zero, *_two(zero), 1)  # type: ignore[attr-defined]
     assert scores == RewardScores([0.0, 0.0], ["7", "8"], {}, 2)
 
 
@@ -111,9 +120,9 @@ def test_reward_environment_fails_a_call_slower_than_its_timeout_naming_the_func
     env = _env(hf_checkpoint, make_telemetry, tmp_path, "env_rewards:slow", timeout_s=0.5, on_error="zero")
     with pytest.raises(RewardError, match=r"reward.function env_rewards:slow: a call took more than "
                                           r"reward.timeout_s = 0.5 s \(2 completions\)"):
-        RewardEnvironmentImpl.score.typed(env, *_two(env))  # type: ignore[attr-defined]
+        RewardEnvironmentImpl.score.typed(env, *_two(env), 1)  # type: ignore[attr-defined]
     with pytest.raises(RewardError, match="took more than"):  # its thread still runs: every later call fails too
-        RewardEnvironmentImpl.score.typed(env, *_two(env))  # type: ignore[attr-defined]
+        RewardEnvironmentImpl.score.typed(env, *_two(env), 1)  # type: ignore[attr-defined]
 
 
 def test_reward_spec_refuses_an_unknown_on_error_and_a_negative_timeout() -> None:

@@ -71,7 +71,7 @@ record Evaluation(DatasetPrompts prompts, int every, SamplingParams sampling, in
             }
           }
           return results;
-        }), actors.failover::score);
+        }), (problems, completions) -> actors.failover.score(problems, completions, Steps.number(step)));
   }
 
   /** The actor calls {@link #run(int, GrpoActors, dev.ravel.telemetry.spans.Spans, long)} makes. */

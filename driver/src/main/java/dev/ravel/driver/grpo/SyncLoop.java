@@ -94,7 +94,7 @@ final class SyncLoop {
         requireVersion(results, version);
         List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();
         dev.ravel.workers.reward.RewardScores rewards = clock.time(Phase.REWARD,
-            () -> actors.failover.score(batch.problemPerRequest(), completions));
+            () -> actors.failover.score(batch.problemPerRequest(), completions, Steps.number(step)));
         calls += actors.rewardCalls(completions.size());
         List<Trajectory> trajectories = batch.trajectories(0, batch.problems().size(), results, rewards);
         TrainPhase.Trained t = trainPhase.train(clock, s, step, trajectories);

@@ -105,7 +105,7 @@ final class GrpoLoopsTest {
   /** A reward environment that is down. */
   static final class FailingReward extends RavelActor implements RewardEnvironment {
     @Override
-    public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions) {
+    public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions, long step) {
       throw new IllegalStateException("reward service down");
     }
   }

@@ -218,7 +218,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
   private void push(StepBatch batch, Target t, Chunk c) {
     rewardCalls.incrementAndGet();
     dev.ravel.workers.reward.RewardScores scores = failover.score(batch.problemPerRequest(c.from, c.to),
-        c.results.stream().map(GenerationResult::completionTokens).toList());
+        c.results.stream().map(GenerationResult::completionTokens).toList(), t.step + 1); // numbered from 1
     List<Trajectory> made = batch.trajectories(c.from, c.to, c.results, scores);
     int g = spec.groupSize();
     List<Rollout> rollouts = new ArrayList<>();

@@ -145,10 +145,10 @@ public final class Failover {
   }
 
   /**
-   * Scores {@code completions}, each reward environment a contiguous share of them at once (in order), a share
+   * Scores {@code completions} of training step {@code step} (numbered from 1), each reward environment a contiguous share of them at once (in order), a share
    * issued again on its restarted environment if its process died.
    */
-  public RewardScores score(List<Problem> problems, List<int[]> completions) {
+  public RewardScores score(List<Problem> problems, List<int[]> completions, long step) {
     if (problems.size() != completions.size()) {
       throw new IllegalArgumentException(problems.size() + " problems for " + completions.size() + " completions");
     }
@@ -160,7 +160,7 @@ public final class Failover {
       RavelActorHandle<RewardEnvironment> env = rewards.get(r);
       List<Problem> p = List.copyOf(problems.subList(from, to)); // sent to an actor: serializable
       List<int[]> c = List.copyOf(completions.subList(from, to));
-      pending.add(new Pending<>(workers.size() + r, 0, () -> env.call(RewardEnvironment::score, p, c)));
+      pending.add(new Pending<>(workers.size() + r, 0, () -> env.call(RewardEnvironment::score, p, c, step)));
     }
     List<RewardScores> scores = new ArrayList<>(parts);
     pending.forEach(x -> scores.add(x.get()));

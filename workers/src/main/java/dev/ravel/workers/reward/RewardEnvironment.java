@@ -17,6 +17,8 @@ public interface RewardEnvironment extends RavelRole {
   /**
    * The reward of {@code completions.get(i)} (token ids) for {@code problems.get(i)}, with the completions as
    * the reward read them and the reward's named components.
+   *
+   * @param step the training step the completions are for, numbered from 1 (your reward function's {@code step})
    */
-  RewardScores score(List<Problem> problems, List<int[]> completions);
+  RewardScores score(List<Problem> problems, List<int[]> completions, long step);
 }

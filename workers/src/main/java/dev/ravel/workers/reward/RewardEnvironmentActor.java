@@ -15,7 +15,7 @@ public final class RewardEnvironmentActor extends RavelActor implements RewardEn
   public RewardEnvironmentActor() {}
 
   @Override
-  public RewardScores score(List<Problem> problems, List<int[]> completions) {
+  public RewardScores score(List<Problem> problems, List<int[]> completions, long step) {
     if (problems.size() != completions.size()) {
       throw new IllegalArgumentException(problems.size() + " problems but " + completions.size() + " completions");
     }

@@ -130,7 +130,7 @@ final class FailoverTest {
     volatile long pid = 500;
 
     @Override
-    public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions) {
+    public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions, long step) {
       if (calls.incrementAndGet() == 1) {
         pid++;
         throw new RayActorException(1, "The actor died unexpectedly before finishing this task.", null);
@@ -279,7 +279,7 @@ final class FailoverTest {
   @Test
   void score_rewardEnvironmentDies_isAskedAgainOnTheRestartedOne() {
     Failover f = failover(1, new DyingWorker(0));
-    double[] r = f.score(List.of(new Problem("1+2=", "3")), List.of(new int[] {5})).rewards();
+    double[] r = f.score(List.of(new Problem("1+2=", "3")), List.of(new int[] {5}), 1).rewards();
     assertThat(r).hasSize(1);
     assertThat(f.stats().processes()).containsEntry(Failover.REWARD, List.of(500L, 501L));
     assertThat(f.stats().retriedRequests()).isZero(); // no generation requests in a score call
@@ -298,7 +298,7 @@ final class FailoverTest {
     List<Problem> problems = java.util.stream.IntStream.range(0, 5).mapToObj(i -> new Problem(i + "+0=", "" + i))
         .toList();
 
-    dev.ravel.workers.reward.RewardScores s = f.score(problems, java.util.Collections.nCopies(5, new int[] {5}));
+    dev.ravel.workers.reward.RewardScores s = f.score(problems, java.util.Collections.nCopies(5, new int[] {5}), 1);
 
     assertThat(s.size()).isEqualTo(5);
     assertThat(first.calls).hasValue(2);

@@ -64,6 +64,21 @@ class PythonWireTest {
   }
 
   @Test
+  void decode_rewardScoresWithTextsComponentsAndFailures() throws Exception {
+    dev.ravel.workers.reward.RewardScores s = (dev.ravel.workers.reward.RewardScores) WIRE.decode(JSON.readTree(
+        "{\"rewards\":[1.5,0.5],\"texts\":[\"7\",\"8\"],\"components\":{\"exact\":[1,0],\"short\":[0.5,0.5]},"
+            + "\"failed\":0}"), dev.ravel.workers.reward.RewardScores.class);
+
+    assertThat(s.rewards()).containsExactly(1.5, 0.5);
+    assertThat(s.texts()).containsExactly("7", "8");
+    assertThat(s.components()).containsOnlyKeys("exact", "short");
+    assertThat(s.components().get("exact")).containsExactly(1.0, 0.0);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> WIRE.decode(JSON.readTree(
+        "{\"rewards\":[1.0],\"texts\":[],\"failed\":0}"), dev.ravel.workers.reward.RewardScores.class))
+        .hasMessageContaining("0 texts for 1 rewards");
+  }
+
+  @Test
   void decode_scoresAsDoublesAndANonNumberNamed() throws Exception {
     assertThat((double[]) WIRE.decode(JSON.readTree("[1.0, 0, 0.5]"), double[].class)).containsExactly(1.0, 0.0, 0.5);
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> WIRE.decode(JSON.readTree("[1.0, \"x\"]"), double[].class))

@@ -20,7 +20,7 @@ final class RewardEnvironmentActorTest {
   private final RewardEnvironmentActor reward = new RewardEnvironmentActor();
 
   private double[] rewards(List<Problem> problems, List<int[]> completions) {
-    return reward.score(problems, completions).rewards();
+    return reward.score(problems, completions, 1).rewards();
   }
 
   @Test
@@ -30,7 +30,7 @@ final class RewardEnvironmentActorTest {
     int[] ignoredEos = Arrays.copyOf(answered, answered.length + more.length);
     System.arraycopy(more, 0, ignoredEos, answered.length, more.length);
 
-    RewardScores s = reward.score(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE), List.of(ignoredEos, completion("6", true)));
+    RewardScores s = reward.score(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE), List.of(ignoredEos, completion("6", true)), 1);
 
     assertThat(s.texts()).containsExactly("5", "6");
     assertThat(s.components()).isEmpty();
@@ -88,7 +88,7 @@ final class RewardEnvironmentActorTest {
 
   @Test
   void score_moreProblemsThanCompletionsFailsNamingBothCounts() {
-    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE, FOUR_PLUS_FOUR), List.of(completion("5", true))))
+    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE, FOUR_PLUS_FOUR), List.of(completion("5", true)), 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("2 problems but 1 completions");
   }
@@ -96,7 +96,7 @@ final class RewardEnvironmentActorTest {
   @Test
   void score_moreCompletionsThanProblemsFailsNamingBothCounts() {
     assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE),
-        List.of(completion("5", true), completion("5", true), completion("5", true))))
+        List.of(completion("5", true), completion("5", true), completion("5", true)), 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("1 problems but 3 completions");
   }
@@ -105,7 +105,7 @@ final class RewardEnvironmentActorTest {
   void score_tokenOutsideTheVocabularyFailsNamingIt() {
     int outside = TOKENIZER.vocabSize();
 
-    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE), List.of(new int[] {outside})))
+    assertThatThrownBy(() -> reward.score(List.of(TWO_PLUS_THREE), List.of(new int[] {outside}), 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining(String.valueOf(outside));
   }
