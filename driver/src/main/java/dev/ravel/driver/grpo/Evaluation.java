@@ -63,7 +63,7 @@ record Evaluation(DatasetPrompts prompts, int every, SamplingParams sampling, in
           g.set(dev.ravel.telemetry.spans.RavelAttributes.GENERATION_MODE, "eval")
               .set(dev.ravel.telemetry.spans.RavelAttributes.WEIGHT_VERSION, version)
               .set(dev.ravel.telemetry.spans.RavelAttributes.NUM_REQUESTS, (long) requests.size());
-          List<GenerationResult> results = actors.generate(requests);
+          List<GenerationResult> results = actors.generate(requests, samples);
           for (GenerationResult r : results) {
             if (r.weightVersion() != GenerationResult.NO_VERSION && r.weightVersion() != version) {
               throw new IllegalStateException("eval request " + r.requestId() + " was generated with weight version "
@@ -77,7 +77,7 @@ record Evaluation(DatasetPrompts prompts, int every, SamplingParams sampling, in
   /** The actor calls {@link #run(int, GrpoActors, dev.ravel.telemetry.spans.Spans, long)} makes. */
   int calls(GrpoActors actors) {
     int requests = prompts.rows().size() * samples;
-    return Math.min(actors.workers.size(), requests) + actors.rewardCalls(requests);
+    return actors.generateCalls(requests, samples) + actors.rewardCalls(requests);
   }
 
   /**

@@ -145,29 +145,53 @@ final class GrpoActors {
     return actors;
   }
 
-  /** One batched call per worker (requests dealt round-robin), results back in request order. */
-  List<GenerationResult> generate(List<GenerationRequest> requests) {
+  /**
+   * One batched call per worker, results back in request order. Requests come in groups of {@code groupSize}
+   * consecutive ones (a prompt's samples), and whole groups are dealt to the workers round-robin, so a worker sees
+   * each of its groups entire: an HTTP backend sends a group as one request with {@code n} choices, and the server
+   * prefills its prompt once.
+   */
+  List<GenerationResult> generate(List<GenerationRequest> requests, int groupSize) {
+    if (groupSize < 1) {
+      throw new IllegalArgumentException("groupSize must be at least 1, got " + groupSize);
+    }
     int w = workers.size();
     List<List<GenerationRequest>> chunks = new ArrayList<>();
+    List<List<Integer>> positions = new ArrayList<>();
     for (int i = 0; i < w; i++) {
       chunks.add(new ArrayList<>());
+      positions.add(new ArrayList<>());
     }
     for (int i = 0; i < requests.size(); i++) {
-      chunks.get(i % w).add(requests.get(i));
+      int worker = (i / groupSize) % w;
+      chunks.get(worker).add(requests.get(i));
+      positions.get(worker).add(i);
     }
     List<Failover.Pending<List<GenerationResult>>> refs = new ArrayList<>();
     for (int i = 0; i < w; i++) {
-      if (!chunks.get(i).isEmpty()) {
-        refs.add(failover.generate(i, false, chunks.get(i)));
+      refs.add(chunks.get(i).isEmpty() ? null : failover.generate(i, false, chunks.get(i)));
+    }
+    GenerationResult[] out = new GenerationResult[requests.size()];
+    for (int i = 0; i < w; i++) {
+      if (refs.get(i) == null) {
+        continue;
+      }
+      List<GenerationResult> part = refs.get(i).get(); // a worker that died is restarted, given the weights, asked again
+      if (part.size() != positions.get(i).size()) {
+        throw new IllegalStateException("generation_worker/" + i + " returned " + part.size() + " results for "
+            + positions.get(i).size() + " requests");
+      }
+      for (int k = 0; k < part.size(); k++) {
+        out[positions.get(i).get(k)] = part.get(k);
       }
     }
-    List<List<GenerationResult>> parts = new ArrayList<>();
-    refs.forEach(r -> parts.add(r.get())); // a worker that died is restarted, given the weights, and asked again
-    List<GenerationResult> out = new ArrayList<>(requests.size());
-    for (int i = 0; i < requests.size(); i++) {
-      out.add(parts.get(i % w).get(i / w));
-    }
-    return out;
+    return List.of(out);
+  }
+
+  /** The calls {@link #generate} makes for {@code requests} requests in groups of {@code groupSize}. */
+  int generateCalls(int requests, int groupSize) {
+    int groups = (requests + groupSize - 1) / groupSize;
+    return Math.min(workers.size(), groups);
   }
 
   /** Reward calls that score {@code completions} completions: one per reward environment given some. */

@@ -125,7 +125,8 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         config.get(Keys.MAX_TRAJECTORY_AGE_STEPS), config.get(Keys.CHECKPOINT_EVERY),
         config.get(Keys.WORKERS), config.get(Keys.KV_TOKEN_BUDGET),
         config.get(Keys.MAX_RUNNING_REQUESTS), config.get(Keys.MAX_CONCURRENCY), grpo,
-        sampling, config.get(Keys.MODEL), config.serverBackend(), python(config, maxNewTokens, prepared),
+        sampling, config.get(Keys.MODEL), adapterTagged(config.serverBackend(), config.telemetry().runId()),
+        python(config, maxNewTokens, prepared),
         groupsPerCall(config.get(Keys.GROUPS_PER_CALL), prompts, config.get(Keys.WORKERS)),
         dev.ravel.workers.model.ModelSpec.tiny(CharTokenizer.arithmetic().vocabSize()).toBuilder()
             .hiddenDim(config.get(Keys.JAVA_HIDDEN)).embedDim(config.get(Keys.JAVA_EMBED)).build(),
@@ -137,6 +138,18 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
                         config.get(Keys.EVAL_PASS_THRESHOLD))),
         new Reward(config.get(Keys.REWARD_WORKERS), config.get(Keys.REWARD_ON_ERROR),
             config.get(Keys.REWARD_TIMEOUT_S)));
+  }
+
+  /**
+   * {@code servers} with its weight adapters named by {@code runId} and this attempt (a resumed run's adapters are
+   * not the interrupted attempt's, whose weights after its checkpoint may differ); null when there are none.
+   */
+  static ServerBackendSpec adapterTagged(ServerBackendSpec servers, String runId) {
+    if (servers == null) {
+      return null;
+    }
+    String attempt = Long.toString(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 40), 36);
+    return servers.withAdapterTag(runId.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + attempt);
   }
 
   /** {@code configured} groups per call, or with 0 the fewest that give each worker one call per step. */

@@ -87,9 +87,9 @@ final class SyncLoop {
             () -> steps.spans().call(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE, g -> {
               g.set(RavelAttributes.GENERATION_MODE, "sync").set(RavelAttributes.WEIGHT_VERSION, version)
                   .set(RavelAttributes.NUM_REQUESTS, (long) batch.requests().size());
-              return actors.generate(batch.requests());
+              return actors.generate(batch.requests(), settings.groupSize());
             }));
-        calls += Math.min(actors.workers.size(), batch.requests().size());
+        calls += actors.generateCalls(batch.requests().size(), settings.groupSize());
         results.forEach(GenerationResult::requireSucceeded);
         requireVersion(results, version);
         List<int[]> completions = results.stream().map(GenerationResult::completionTokens).toList();

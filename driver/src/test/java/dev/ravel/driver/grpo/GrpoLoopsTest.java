@@ -22,6 +22,7 @@ import dev.ravel.workers.collector.CollectorSpec;
 import dev.ravel.workers.collector.TrajectoryCollector;
 import dev.ravel.workers.collector.TrajectoryCollectorActor;
 import dev.ravel.workers.fault.Failover;
+import dev.ravel.workers.engine.GenerationResult;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
 import dev.ravel.workers.generation.GenerationWorkerSpec;
@@ -108,6 +109,74 @@ final class GrpoLoopsTest {
     public dev.ravel.workers.reward.RewardScores score(List<Problem> problems, List<int[]> completions, long step) {
       throw new IllegalStateException("reward service down");
     }
+  }
+
+  /** A generation worker that records the requests it was given and answers each with one token. */
+  static final class RecordingWorker extends RavelActor implements GenerationWorker {
+    final List<String> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    @Override
+    public List<GenerationResult> generate(List<dev.ravel.workers.engine.GenerationRequest> requests) {
+      List<GenerationResult> out = new ArrayList<>();
+      for (dev.ravel.workers.engine.GenerationRequest r : requests) {
+        seen.add(r.requestId());
+        out.add(GenerationResult.builder().requestId(r.requestId()).promptTokens(r.promptTokens())
+            .completionTokens(new int[] {1}).logprobs(new float[] {-0.5f})
+            .finishReason(dev.ravel.workers.engine.FinishReason.LENGTH).weightVersion(0)
+            .stats(dev.ravel.workers.engine.RequestStats.builder().arrivalEpochNanos(1).finishEpochNanos(2).build())
+            .traced(false).build());
+      }
+      return out;
+    }
+
+    @Override
+    public List<GenerationResult> generateAsync(List<dev.ravel.workers.engine.GenerationRequest> requests) {
+      return generate(requests);
+    }
+
+    @Override
+    public long updateWeights(io.ray.api.ObjectRef<?> weights) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public dev.ravel.workers.engine.EngineStats engineStats() {
+      return dev.ravel.workers.engine.EngineStats.builder().build();
+    }
+  }
+
+  @Test
+  void generate_dealsWholeGroupsToTheWorkersAndAnswersInRequestOrder() {
+    GrpoSettings s = settings("sync", "grpo.prompts_per_step=5", "grpo.group_size=3");
+    GrpoActors ok = actors(s, initial(s));
+    RecordingWorker a = new RecordingWorker();
+    RecordingWorker b = new RecordingWorker();
+    List<RavelActorHandle<GenerationWorker>> two = List.of(local(a, GenerationWorker.class, 1),
+        local(b, GenerationWorker.class, 1));
+    GrpoActors actors = new GrpoActors(two, ok.rewards, ok.trainer, null, null, new Failover(spans, 0, two, ok.rewards),
+        LocalRef::new);
+    dev.ravel.workers.generation.StepBatch batch = dev.ravel.workers.generation.StepBatch.plan(
+        ArithmeticTask.standard(), tokenizer, 5, 3, s.sampling(), s.seed(), 0);
+
+    List<GenerationResult> results = actors.generate(batch.requests(), 3);
+
+    assertThat(results).extracting(GenerationResult::requestId)
+        .containsExactlyElementsOf(batch.requests().stream().map(r -> r.requestId()).toList());
+    // groups 0, 2, 4 to the first worker and 1, 3 to the second, each whole (one n=3 request over HTTP)
+    List<String> ids = batch.requests().stream().map(r -> r.requestId()).toList();
+    assertThat(a.seen).containsExactlyElementsOf(concat(ids.subList(0, 3), ids.subList(6, 9), ids.subList(12, 15)));
+    assertThat(b.seen).containsExactlyElementsOf(concat(ids.subList(3, 6), ids.subList(9, 12)));
+    assertThat(actors.generateCalls(15, 3)).isEqualTo(2);
+    assertThat(actors.generateCalls(3, 3)).isEqualTo(1);
+  }
+
+  @SafeVarargs
+  private static List<String> concat(List<String>... parts) {
+    List<String> out = new ArrayList<>();
+    for (List<String> p : parts) {
+      out.addAll(p);
+    }
+    return out;
   }
 
   /** A trainer whose process dies under its update. */

@@ -33,6 +33,9 @@ final class Generations {
       TraceCarrier carrier) {
     long seed = request.seed() != null ? request.seed() : ThreadLocalRandom.current().nextLong();
     int choices = request.choices();
+    for (int p = 0; p < request.prompts().size(); p++) {
+      metrics.recordParamsN(request.n());
+    }
     List<GenerationRequest> requests = new ArrayList<>(choices);
     for (int i = 0; i < choices; i++) {
       requests.add(GenerationRequest.of(choices == 1 ? requestId : requestId + "-" + i, request.promptOf(i),

@@ -30,6 +30,9 @@ final class ServeMetrics {
   private static final double[] LATENCY_BUCKETS = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
       30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+  /** vLLM's buckets of {@code request_params_n}. */
+  private static final double[] N_BUCKETS = {1, 2, 5, 10, 20};
+
   private final PrometheusRegistry registry = new PrometheusRegistry();
   private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
   private final GaugeDataPoint running;
@@ -42,6 +45,7 @@ final class ServeMetrics {
   private final DistributionDataPoint queueTime;
   private final DistributionDataPoint ttft;
   private final DistributionDataPoint e2e;
+  private final DistributionDataPoint paramsN;
 
   ServeMetrics(String modelName) {
     running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.", modelName);
@@ -62,6 +66,12 @@ final class ServeMetrics {
         TTFT_BUCKETS, modelName);
     e2e = histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
         LATENCY_BUCKETS, modelName);
+    paramsN = histogram("vllm:request_params_n", "Histogram of the n request parameter.", N_BUCKETS, modelName);
+  }
+
+  /** Counts a prompt of a completion request asked for {@code n} choices (vLLM's {@code request_params_n}). */
+  void recordParamsN(int n) {
+    paramsN.observe(n);
   }
 
   /** Counts one finished engine request (any finish reason). */

@@ -48,6 +48,10 @@ final class MetricsTest {
       double length = m.get("vllm:request_success_total{finished_reason=\"length\",model_name=\"ravel-tiny\"}");
       assertThat(stop + length).isEqualTo(13.0);
       assertThat(m.get("vllm:request_success_total{finished_reason=\"abort\",model_name=\"ravel-tiny\"}")).isZero();
+      // n per prompt, as vLLM's request_params_n: 3 requests of 2 prompts at n=2, then the chat request's one
+      assertThat(m.get("vllm:request_params_n_count" + M)).isEqualTo(7.0);
+      assertThat(m.get("vllm:request_params_n_sum" + M)).isEqualTo(13.0);
+      assertThat(m.get("vllm:request_params_n_bucket{model_name=\"ravel-tiny\",le=\"1.0\"}")).isEqualTo(1.0);
       assertThat(m.get("vllm:num_preemptions_total" + M)).isZero();
       assertThat(m.get("vllm:num_requests_running" + M)).isZero();
       assertThat(m.get("vllm:num_requests_waiting" + M)).isZero();

@@ -22,6 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -115,8 +116,44 @@ final class OpenAiFaultsIT {
     assertThat(steps).hasSize(4).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(16));
     String models = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "/v1/models")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
-    // the last version loaded and the one before it stay; older adapters were unloaded
-    assertThat(models).contains("\"ravel-tiny-v3\"").contains("\"ravel-tiny-v2\"").doesNotContain("\"ravel-tiny-v1\"");
+    // the last version loaded and the one before it stay; older adapters were unloaded. Their names carry the run
+    // id and the attempt: another run on this server never requests them
+    assertThat(models).containsPattern("\"ravel-tiny-it-faults-ok-[0-9a-z]+-v3\"")
+        .containsPattern("\"ravel-tiny-it-faults-ok-[0-9a-z]+-v2\"")
+        .doesNotContainPattern("\"ravel-tiny-it-faults-ok-[0-9a-z]+-v1\"").doesNotContain("\"ravel-tiny-v3\"");
+  }
+
+  @Test
+  void run_sync_sendsEachGroupAsOneRequestWithNChoicesAndItsOwnAdapters() throws Exception {
+    Map<String, Double> before = metrics(url);
+
+    List<StepRecord> steps = new GrpoRun(session, config("it-faults-groups", url, "grpo.steps=3"), StepListener.NONE)
+        .run();
+
+    // 3 steps x 4 groups, dealt whole to the 2 workers: the server received 12 requests, each with n = 4
+    assertThat(steps).hasSize(3).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(16));
+    Map<String, Double> after = metrics(url);
+    String count = "vllm:request_params_n_count{model_name=\"ravel-tiny\"}";
+    String sum = "vllm:request_params_n_sum{model_name=\"ravel-tiny\"}";
+    assertThat(after.get(count) - before.getOrDefault(count, 0.0)).isEqualTo(12.0);
+    assertThat(after.get(sum) - before.getOrDefault(sum, 0.0)).isEqualTo(48.0);
+    String models = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "/v1/models")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    assertThat(models).containsPattern("\"ravel-tiny-it-faults-groups-[0-9a-z]+-v2\"");
+  }
+
+  /** The server's {@code /metrics} samples, by name with labels. */
+  private static Map<String, Double> metrics(String server) throws Exception {
+    String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(server + "/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    Map<String, Double> out = new java.util.HashMap<>();
+    for (String line : body.split("\n")) {
+      if (!line.isBlank() && !line.startsWith("#")) {
+        int space = line.lastIndexOf(' ');
+        out.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+      }
+    }
+    return out;
   }
 
   @Test

@@ -38,8 +38,9 @@ import org.slf4j.LoggerFactory;
  * docs/openai-protocol.md): the servers given, or one the worker launches. Requests are spread round-robin
  * over the servers, each with the caller's trace context in {@code traceparent}, so the server's
  * {@code llm_request} span is a child of the worker's call. New weights go to every server through vLLM's
- * runtime LoRA route: written to a weights file, loaded as adapter {@code <model>-v<version>}, confirmed in
- * {@code /v1/models}, and from then on requested by that name; the adapter before it stays loaded (requests
+ * runtime LoRA route: written to a weights file, loaded as adapter {@code <model>-<tag>-v<version>} (the tag names
+ * the run and its attempt, so that runs sharing a server never take each other's adapters:
+ * {@link ServerBackendSpec#adapterName}), confirmed in {@code /v1/models}, and from then on requested by that name; the adapter before it stays loaded (requests
  * already sent under it still resolve) and older ones are unloaded. A request that fails is an
  * {@link FinishReason#ERROR} result with the server's message (and an ERROR span); it is not retried.
  */
@@ -297,7 +298,8 @@ public final class OpenAiBackend implements GenerationBackend {
         try {
           c.loadAdapter(name, file.toString());
         } catch (IllegalStateException refused) {
-          // a server shared with another worker of this run: it may have loaded this version already
+          // a server shared with another worker of this run attempt (the name is the attempt's own): it may have
+          // loaded this version, the same weights, already; any other refusal fails the refit
           if (!c.models().contains(name)) {
             throw refused;
           }
@@ -332,7 +334,7 @@ public final class OpenAiBackend implements GenerationBackend {
   }
 
   private String adapterName(long version) {
-    return modelName + "-v" + version;
+    return spec.adapterName(modelName, version);
   }
 
   /**

@@ -23,16 +23,36 @@ import java.util.List;
  * @param refit whether new weights are loaded into the servers ({@code false}: they serve their own model)
  * @param launchTimeout how long a launched server may take to answer {@code /health}
  * @param serverHeapMb the launched {@code ravel serve} JVM's heap
+ * @param adapterTag what names this run's weight adapters apart from any other run's on a shared server
+ *     ({@code <model>-<tag>-v<version>}; empty: {@code <model>-v<version>})
  */
 public record ServerBackendSpec(List<String> servers, String launch, String launchCommand, Duration connectTimeout,
-    Duration requestTimeout, int maxInFlight, boolean refit, Duration launchTimeout, int serverHeapMb)
-    implements Serializable {
+    Duration requestTimeout, int maxInFlight, boolean refit, Duration launchTimeout, int serverHeapMb,
+    String adapterTag) implements Serializable {
 
   /** The only value {@code generation.launch} takes. */
   public static final String LAUNCH_RAVEL = "ravel";
 
   public ServerBackendSpec {
     servers = List.copyOf(servers);
+    adapterTag = adapterTag == null ? "" : adapterTag;
+    if (!adapterTag.matches("[A-Za-z0-9._-]*")) {
+      throw new IllegalArgumentException("adapterTag: letters, digits, '.', '_' and '-' only, got '" + adapterTag + "'");
+    }
+  }
+
+  /**
+   * This spec with its weight adapters named apart by {@code tag}: a run's id and its attempt, so that two runs
+   * (or a run and its resumption) on one server never load or request each other's adapters.
+   */
+  public ServerBackendSpec withAdapterTag(String tag) {
+    return new ServerBackendSpec(servers, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
+        launchTimeout, serverHeapMb, tag);
+  }
+
+  /** The adapter name of weight version {@code version} of model {@code model}. */
+  public String adapterName(String model, long version) {
+    return adapterTag.isEmpty() ? model + "-v" + version : model + "-" + adapterTag + "-v" + version;
   }
 
   /** Whether this worker launches its own server. */
@@ -43,7 +63,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
   /** This spec with only {@code subset} of the servers (a worker's share). */
   public ServerBackendSpec withServers(List<String> subset) {
     return new ServerBackendSpec(subset, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb);
+        launchTimeout, serverHeapMb, adapterTag);
   }
 
   /**
@@ -165,7 +185,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
         throw new ConfigException("server_heap_mb", "must be at least 64, got " + serverHeapMb);
       }
       return new ServerBackendSpec(urls, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-          launchTimeout, serverHeapMb);
+          launchTimeout, serverHeapMb, "");
     }
 
     private static void positive(String key, Duration d) {

@@ -335,6 +335,32 @@ class OpenAiBackendTest {
   }
 
   @Test
+  void updateWeights_twoRunsOnOneServer_eachLoadsAndRequestsItsOwnAdapters() {
+    OpenAiBackend first = OpenAiBackend.start(given().build().withAdapterTag("run-a-1"), "ravel-tiny", WEIGHTS, 4096,
+        64, otel, dir);
+    try {
+      first.updateWeights(WEIGHTS.withVersion(2));
+      backend = OpenAiBackend.start(given().build().withAdapterTag("run-b-1"), "ravel-tiny", WEIGHTS, 4096, 64, otel,
+          dir);
+
+      backend.updateWeights(WEIGHTS.withVersion(2)); // the same version number: another run's weights
+      GenerationResult r = backend.generate(request("r1", 3, null));
+
+      assertThat(adminCalls).containsExactly("load ravel-tiny-run-a-1-v2", "load ravel-tiny-run-b-1-v2");
+      assertThat(seen.get(seen.size() - 1).get("model")).isEqualTo("ravel-tiny-run-b-1-v2");
+      assertThat(r.weightVersion()).isEqualTo(2);
+    } finally {
+      first.close();
+    }
+  }
+
+  @Test
+  void adapterTag_outsideLettersDigitsDotDashUnderscore_isRefused() {
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> given().build().withAdapterTag("a/b"))
+        .hasMessageContaining("adapterTag");
+  }
+
+  @Test
   void updateWeights_aServerSharedWithAnotherWorkerThatLoadedTheVersion_isFine() {
     OpenAiBackend other = OpenAiBackend.start(given().build(), "ravel-tiny", WEIGHTS, 4096, 64, otel, dir);
     try {
