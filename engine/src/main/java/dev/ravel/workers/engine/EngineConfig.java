@@ -18,8 +18,10 @@ public final class EngineConfig implements Serializable {
   private final double sampleRatio;
   private final Duration slowRequest;
   private final int eosToken;
+  private final boolean parentBased;
 
   private EngineConfig(Builder b) {
+    this.parentBased = b.parentBased;
     this.kvTokenBudget = b.kvTokenBudget;
     this.maxRunningRequests = b.maxRunningRequests;
     this.modelName = b.modelName;
@@ -40,7 +42,17 @@ public final class EngineConfig implements Serializable {
   /** A builder holding these values, to derive a changed copy. */
   public Builder toBuilder() {
     return new Builder().kvTokenBudget(kvTokenBudget).maxRunningRequests(maxRunningRequests).modelName(modelName)
-        .tracing(tracing).sampleRatio(sampleRatio).slowRequest(slowRequest).eosToken(eosToken);
+        .tracing(tracing).sampleRatio(sampleRatio).slowRequest(slowRequest).eosToken(eosToken)
+        .parentBased(parentBased);
+  }
+
+  /**
+   * Whether a request's {@code llm_request} span follows its caller's decision, the sampled flag of its
+   * {@code traceparent} (as vLLM's tracer does: parent-based, a request without one sampled), instead of the
+   * engine's own sampler (errors, preemptions, slow requests, the ratio by request id).
+   */
+  public boolean parentBased() {
+    return parentBased;
   }
 
   /** Tokens (prompt plus generated) all running requests may hold together. */
@@ -94,8 +106,15 @@ public final class EngineConfig implements Serializable {
     private double sampleRatio = 1.0;
     private Duration slowRequest = Duration.ofSeconds(2);
     private Integer eosToken;
+    private boolean parentBased;
 
     private Builder() {}
+
+    /** Spans follow the caller's sampled flag ({@link EngineConfig#parentBased()}). */
+    public Builder parentBased(boolean v) {
+      this.parentBased = v;
+      return this;
+    }
 
     public Builder kvTokenBudget(int v) {
       this.kvTokenBudget = v;

@@ -8,15 +8,33 @@ import java.nio.charset.StandardCharsets;
  * sampled share. The share is chosen by a 64-bit hash of the request id, so the same id is always
  * decided the same way, in every process.
  */
-final class RequestSampler {
+public final class RequestSampler {
+  /** The keep reason of a span kept because its caller sampled it ({@link EngineConfig#parentBased()}). */
+  public static final String PARENT = "parent";
+
   private final boolean tracing;
   private final double ratio;
   private final long slowNanos;
+  private final boolean parentBased;
 
   RequestSampler(boolean tracing, double ratio, long slowNanos) {
+    this(tracing, ratio, slowNanos, false);
+  }
+
+  RequestSampler(boolean tracing, double ratio, long slowNanos, boolean parentBased) {
     this.tracing = tracing;
     this.ratio = ratio;
     this.slowNanos = slowNanos;
+    this.parentBased = parentBased;
+  }
+
+  /**
+   * Whether the engine's ratio sampler keeps request {@code requestId} at {@code ratio} (the share by id alone,
+   * without the error, preemption and slow-request rules): what a client can decide before it sends a request,
+   * to tell a server whose tracer is parent-based (vLLM's) whether to trace it.
+   */
+  public static boolean inRatio(String requestId, double ratio) {
+    return unitHash(requestId) < ratio;
   }
 
   boolean tracing() {
@@ -28,8 +46,16 @@ final class RequestSampler {
    * is dropped (always null with tracing off).
    */
   String keepReason(String requestId, boolean error, int preemptions, long e2eNanos) {
+    return keepReason(requestId, error, preemptions, e2eNanos, true);
+  }
+
+  /** As above; {@code parentSampled}: the caller's sampled flag, all that decides in parent-based mode. */
+  String keepReason(String requestId, boolean error, int preemptions, long e2eNanos, boolean parentSampled) {
     if (!tracing) {
       return null;
+    }
+    if (parentBased) {
+      return parentSampled ? PARENT : null;
     }
     if (error) {
       return "error";

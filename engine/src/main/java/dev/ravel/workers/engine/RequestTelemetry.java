@@ -47,7 +47,8 @@ final class RequestTelemetry {
   RequestTelemetry(EngineConfig config, Tracer tracer, EngineMetrics metrics, LongSupplier clock) {
     this.modelName = config.modelName();
     this.tracer = tracer;
-    this.sampler = new RequestSampler(config.tracing(), config.sampleRatio(), config.slowRequest().toNanos());
+    this.sampler = new RequestSampler(config.tracing(), config.sampleRatio(), config.slowRequest().toNanos(),
+        config.parentBased());
     this.metrics = metrics;
     this.clock = clock;
   }
@@ -136,7 +137,7 @@ final class RequestTelemetry {
         .build();
     boolean traced = false;
     String keep = sampler.keepReason(s.request.requestId(), reason == FinishReason.ERROR, s.preemptions,
-        now - s.arrival);
+        now - s.arrival, parentSampled(s.request));
     if (keep != null) {
       try {
         traced = emitSpan(s, stats, reason, error, keep);
@@ -171,6 +172,12 @@ final class RequestTelemetry {
   }
 
   /** Records the request's {@code llm_request} span; whether the SDK kept it. */
+  /** The caller's sampled flag: its {@code traceparent}'s, or true without one (a root is sampled, as vLLM's). */
+  private static boolean parentSampled(GenerationRequest r) {
+    io.opentelemetry.api.trace.SpanContext parent = Span.fromContext(r.carrier().extract()).getSpanContext();
+    return !parent.isValid() || parent.isSampled();
+  }
+
   private boolean emitSpan(Sequence s, RequestStats stats, FinishReason reason, String error, String keep) {
     SamplingParams p = s.request.params();
     Attributes attributes = Attributes.builder()

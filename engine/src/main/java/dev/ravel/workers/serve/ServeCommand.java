@@ -83,6 +83,12 @@ public final class ServeCommand implements Callable<Integer> {
     return dir.resolve("inference-server-" + pid + SPAN_COUNTS_SUFFIX);
   }
 
+  @Option(names = "--trace-sampler", defaultValue = "ravel",
+      description = "Which requests get an llm_request span: ravel (the engine's sampler: errors, preemptions, slow"
+          + " requests, engine_sample_ratio by request id; default) or parentbased (the sampled flag of the request's"
+          + " traceparent, as vLLM's tracer: the client decides).")
+  String traceSampler;
+
   @Option(names = "--telemetry", paramLabel = "KEY=VALUE",
       description = "Telemetry setting overriding the environment (repeatable), e.g. exporter=otlp.")
   Map<String, String> telemetry = new LinkedHashMap<>();
@@ -174,6 +180,15 @@ public final class ServeCommand implements Callable<Integer> {
     }
   }
 
+  private boolean parentBased() {
+    return switch (traceSampler) {
+      case "ravel" -> false;
+      case "parentbased" -> true;
+      default -> throw new ParameterException(spec.commandLine(),
+          "--trace-sampler: unknown value '" + traceSampler + "' (valid: ravel, parentbased)");
+    };
+  }
+
   private InferenceServer newServer(ProcessTelemetry t) {
     CharTokenizer tokenizer = CharTokenizer.arithmetic();
     ModelWeights w = weights != null ? WeightsFile.read(weights)
@@ -185,6 +200,7 @@ public final class ServeCommand implements Callable<Integer> {
         .modelName(modelName)
         .eosToken(tokenizer.eos())
         .tracing(c.engineTracing())
+        .parentBased(parentBased())
         .sampleRatio(c.engineSampleRatio())
         .slowRequest(c.engineSlowRequest())
         .build();
@@ -193,6 +209,7 @@ public final class ServeCommand implements Callable<Integer> {
   }
 
   private void validate() {
+    parentBased(); // the value is known
     if (port < 0 || port > 65535) {
       throw new ParameterException(spec.commandLine(), "--port: must be in [0, 65535] (got " + port + ")");
     }

@@ -40,7 +40,8 @@ final class ContractGoldenTest {
       assertThat(s.keepReason(c.get("request_id").asText(), c.get("error").asBoolean(), c.get("preemptions").asInt(),
           c.get("e2e_nanos").asLong())).as(c.toString()).isEqualTo(expected);
     }
-    assertThat(strings(Contract.section("keep_reasons"))).containsExactly("error", "preempted", "slow", "ratio");
+    assertThat(strings(Contract.section("keep_reasons"))).containsExactly("error", "preempted", "slow", "ratio",
+        RequestSampler.PARENT);
   }
 
   @Test

@@ -187,6 +187,39 @@ final class EngineTracingTest {
   }
 
   @Test
+  void sampler_parentBased_followsTheCallersSampledFlagOnly() {
+    EmbeddedEngine engine = engine(config().tracing(true).sampleRatio(0).slowRequest(Duration.ZERO).parentBased(true)
+        .build(), FakeModel.of(1));
+    io.opentelemetry.api.trace.SpanContext sampled = io.opentelemetry.api.trace.SpanContext.create(
+        "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", io.opentelemetry.api.trace.TraceFlags.getSampled(),
+        io.opentelemetry.api.trace.TraceState.getDefault());
+    io.opentelemetry.api.trace.SpanContext unsampled = io.opentelemetry.api.trace.SpanContext.create(
+        "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203332", io.opentelemetry.api.trace.TraceFlags.getDefault(),
+        io.opentelemetry.api.trace.TraceState.getDefault());
+    List<GenerationRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      io.opentelemetry.context.Context c = io.opentelemetry.context.Context.root()
+          .with(Span.wrap(i % 3 == 0 ? sampled : unsampled));
+      TraceCarrier carrier;
+      try (Scope ignored = c.makeCurrent()) {
+        carrier = TraceCarrier.current();
+      }
+      requests.add(GenerationRequest.of("p-" + i, Requests.prompt(3, i), Requests.params(3, i), carrier));
+    }
+    requests.add(GenerationRequest.of("root", Requests.prompt(3, 9), Requests.params(3, 9), null)); // no traceparent
+
+    List<GenerationResult> results = engine.generate(requests);
+
+    // slow and ratio 0 are not asked: the flag alone decides, a request without a traceparent is a sampled root
+    Map<String, SpanData> spans = byRequestId(telemetry.spansNamed(SpanNames.LLM_REQUEST));
+    assertThat(spans).containsOnlyKeys("p-0", "p-3", "root");
+    assertThat(spans.values()).allSatisfy(s -> assertThat(s.getAttributes().get(EngineNames.ENGINE_KEEP_REASON))
+        .isEqualTo(RequestSampler.PARENT));
+    assertThat(results).filteredOn(GenerationResult::traced).hasSize(3);
+    assertThat(engine.snapshot().spansSampledOut()).isEqualTo(4);
+  }
+
+  @Test
   void sampler_slowRequests_areAlwaysKept() {
     EmbeddedEngine engine = engine(config().tracing(true).sampleRatio(0).slowRequest(Duration.ZERO).build(),
         FakeModel.of(1));

@@ -133,6 +133,59 @@ final class ServeCommandTest {
   }
 
   @Test
+  void serve_traceSamplerParentBased_tracesExactlyTheRequestsItsCallersSampled() throws Exception {
+    Process parent = new ProcessBuilder("sleep", "30").start();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    CompletableFuture<Integer> exit = serve(out, "--port", "0", "--model-name", "m", "--exit-with-parent",
+        Long.toString(parent.pid()), "--trace-sampler", "parentbased", "--telemetry", "runs_dir=" + dir,
+        "--telemetry", "run_id=serve-parent", "--telemetry", "exporter=file", "--telemetry", "engine_tracing=true",
+        "--telemetry", "engine_sample_ratio=0", "--telemetry", "engine_slow_request_ms=0");
+    int port = awaitPort(out, exit);
+    HttpClient client = HttpClient.newHttpClient();
+    // sampled with n = 2, not sampled, not sampled with n = 3, sampled, none (a root: sampled, as vLLM's rule)
+    String[] flags = {"01", "00", "00", "01", null};
+    int[] n = {2, 1, 3, 1, 1};
+    for (int i = 0; i < flags.length; i++) {
+      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/completions"))
+          .header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"m\",\"prompt\":\"1+2=\",\"max_tokens\":3,\"n\":"
+              + n[i] + "}"));
+      if (flags[i] != null) {
+        b.header("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333" + i + "-" + flags[i]);
+      }
+      assertThat(client.send(b.build(), HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+    }
+    parent.destroy();
+    parent.waitFor();
+    assertThat(exit.get(60, TimeUnit.SECONDS)).isZero();
+
+    long spans;
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir.resolve("serve-parent"))) {
+      spans = files.filter(f -> f.getFileName().toString().startsWith("traces-")).mapToLong(f -> {
+        try {
+          String text = java.nio.file.Files.readString(f);
+          return text.split("\"name\":\"llm_request\"", -1).length - 1;
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }).sum();
+    }
+    assertThat(spans).as("2 + 1 + 1 choices of the sampled requests, though slow requests are 0 ms").isEqualTo(4);
+  }
+
+  @Test
+  void serve_traceSamplerUnknown_isAUsageErrorNamingIt() {
+    ServeCommand cmd = new ServeCommand();
+    cmd.env = Map.of();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    CommandLine cl = ServeMain.commandLine(cmd).setErr(new java.io.PrintWriter(err, true));
+
+    assertThat(cl.execute("--port", "0", "--trace-sampler", "vllm")).isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8)).startsWith(
+        "--trace-sampler: unknown value 'vllm' (valid: ravel, parentbased)");
+  }
+
+  @Test
   void serve_portOutOfRange_isAUsageError() {
     ServeCommand cmd = new ServeCommand();
     cmd.env = Map.of();

@@ -66,11 +66,17 @@ final class OpenAiFaultsIT {
 
   /** A standalone {@code bin/ravel serve} on a free port; {@link #lastUrl} is set to its URL. */
   private static Process serve() throws Exception {
+    return serve("it-faults-server");
+  }
+
+  /** As above, its telemetry run id {@code runId}, with {@code more} arguments. */
+  private static Process serve(String runId, String... more) throws Exception {
     Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
     Path out = Files.createTempFile(runs, "serve", ".out");
-    ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "serve", "--port", "0",
-        "--telemetry", "runs_dir=" + runs, "--telemetry", "run_id=it-faults-server")
-        .redirectErrorStream(true).redirectOutput(out.toFile());
+    List<String> cmd = new ArrayList<>(List.of(home.resolve("bin/ravel").toString(), "serve", "--port", "0",
+        "--telemetry", "runs_dir=" + runs, "--telemetry", "run_id=" + runId));
+    cmd.addAll(List.of(more));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
     pb.environment().clear();
     pb.environment().putAll(TestEnv.clean());
     Process p = pb.start();
@@ -140,6 +146,43 @@ final class OpenAiFaultsIT {
     String models = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "/v1/models")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
     assertThat(models).containsPattern("\"ravel-tiny-it-faults-groups-[0-9a-z]+-v2\"");
+  }
+
+  @Test
+  void run_engineSampleRatio_aParentBasedServerTracesExactlyTheGroupsTheClientSampled() throws Exception {
+    Process parentBased = serve("it-faults-parent-server", "--trace-sampler", "parentbased", "--telemetry",
+        "engine_tracing=true", "--telemetry", "exporter=file");
+    String parentUrl = lastUrl;
+    double ratio = 0.5;
+    // the workers read the engine sampler's settings from their session's telemetry: a session of its own
+    RunConfig c = config("it-faults-sampled", parentUrl, "grpo.steps=3", "generation.refit=false",
+        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio);
+    try (DriverSession sampled = DriverSession.builder(c.telemetry()).env(SharedRayHead.env())
+        .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start()) {
+      new GrpoRun(sampled, c, StepListener.NONE).run();
+    } finally {
+      parentBased.destroy(); // SIGTERM: the server flushes its spans as it stops
+      assertThat(parentBased.waitFor(SERVER_GONE_S, TimeUnit.SECONDS)).isTrue();
+    }
+
+    // the client decides per group (one request with n = 4) by the engine sampler's hash of its id, and vLLM's
+    // rule (the traceparent's sampled flag) decides on the server: exactly the sampled groups' choices are traced
+    java.util.Set<String> expected = new java.util.TreeSet<>();
+    for (int step = 0; step < 3; step++) {
+      for (int p = 0; p < 4; p++) {
+        String group = "s" + step + "-p" + p;
+        if (dev.ravel.workers.engine.RequestSampler.inRatio(group, ratio)) {
+          for (int i = 0; i < 4; i++) {
+            expected.add(group + "-" + i);
+          }
+        }
+      }
+    }
+    assertThat(expected).isNotEmpty().hasSizeLessThan(48);
+    java.util.Set<String> traced = new java.util.TreeSet<>();
+    dev.ravel.telemetry.traces.RunTraces.readDir(runs.resolve("it-faults-parent-server")).named("llm_request")
+        .forEach(s -> traced.add(String.valueOf(s.attributes().get("gen_ai.request.id"))));
+    assertThat(traced).isEqualTo(expected);
   }
 
   /** The server's {@code /metrics} samples, by name with labels. */

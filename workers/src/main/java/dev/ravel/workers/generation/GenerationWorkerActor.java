@@ -33,7 +33,8 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
     TelemetryConfig t = telemetry().config();
     if (spec.servers() != null) {
       this.backend = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
-          spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir());
+          spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir(),
+          OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio()));
     } else {
       EngineConfig config = EngineConfig.builder()
           .kvTokenBudget(spec.kvTokenBudget())

@@ -99,6 +99,17 @@ public final class OpenAiBackend implements GenerationBackend {
    */
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir) {
+    return start(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, id -> true);
+  }
+
+  /**
+   * As above; {@code traced} decides by its id whether an HTTP request's {@code traceparent} is sent sampled (a
+   * server whose tracer is parent-based, as vLLM's, traces exactly those): the engine sampler's ratio rule,
+   * {@link #tracedByRatio}.
+   */
+  public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
+      int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
+      java.util.function.Predicate<String> traced) {
     // the client's own tasks and the threads that send requests and wait for their responses
     ExecutorService httpExecutor = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "ravel-http-client");
@@ -135,7 +146,7 @@ public final class OpenAiBackend implements GenerationBackend {
     List<ServerClient> clients = new ArrayList<>();
     for (String url : urls) {
       ServerClient c = new ServerClient(url, http, httpExecutor, spec.maxInFlight(), spec.requestTimeout(), tracer,
-          clock);
+          clock, traced);
       if (launched == null) {
         c.checkHealth(spec.connectTimeout());
       }
@@ -203,6 +214,16 @@ public final class OpenAiBackend implements GenerationBackend {
   @Override
   public synchronized ExportStats launchedSpanCounts() {
     return launched == null || !closed ? ExportStats.NONE : launched.spanCounts().orElse(ExportStats.NONE);
+  }
+
+  /**
+   * The servers' tracing decision by the engine sampler's ratio rule: a request is sent sampled when engine
+   * tracing is on and its id falls in {@code ratio}'s share ({@link dev.ravel.workers.engine.RequestSampler#inRatio},
+   * the hash the embedded engine uses). A server cannot keep errors or slow requests after the fact this way: its
+   * tracer decides when the request arrives.
+   */
+  public static java.util.function.Predicate<String> tracedByRatio(boolean tracing, double ratio) {
+    return id -> tracing && dev.ravel.workers.engine.RequestSampler.inRatio(id, ratio);
   }
 
   /** The PID of the server this backend launched, or -1. */

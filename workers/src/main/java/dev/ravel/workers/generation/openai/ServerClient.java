@@ -50,6 +50,8 @@ final class ServerClient {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final TextMapSetter<HttpRequest.Builder> HEADERS = (b, k, v) -> b.header(k, v);
 
+  /** Whether a request, by its id, is sent with its traceparent sampled. */
+  private final java.util.function.Predicate<String> traced;
   private final URI base;
   private final HttpClient http;
   private final Executor senders;
@@ -63,6 +65,17 @@ final class ServerClient {
    */
   ServerClient(String baseUrl, HttpClient http, Executor senders, int maxInFlight, Duration requestTimeout,
       Tracer tracer, LongSupplier epochNanos) {
+    this(baseUrl, http, senders, maxInFlight, requestTimeout, tracer, epochNanos, id -> true);
+  }
+
+  /**
+   * As above; {@code traced} decides, by the HTTP request's id, the sampled flag its {@code traceparent} carries:
+   * a server whose tracer is parent-based (vLLM's, {@code ravel serve --trace-sampler parentbased}) traces the
+   * request only when it is set. The client's own spans are not affected.
+   */
+  ServerClient(String baseUrl, HttpClient http, Executor senders, int maxInFlight, Duration requestTimeout,
+      Tracer tracer, LongSupplier epochNanos, java.util.function.Predicate<String> traced) {
+    this.traced = traced;
     this.base = URI.create(baseUrl);
     this.http = http;
     this.senders = senders;
@@ -95,7 +108,7 @@ final class ServerClient {
         .header("Content-Type", "application/json")
         .header("X-Request-Id", requestId)
         .POST(HttpRequest.BodyPublishers.ofByteArray(CompletionsProtocol.requestBody(first, group.size(), model)));
-    W3CTraceContextPropagator.getInstance().inject(parent, b, HEADERS);
+    W3CTraceContextPropagator.getInstance().inject(traced.test(requestId) ? parent : unsampled(parent), b, HEADERS);
     HttpRequest httpRequest = b.build();
     Exchange x = new Exchange(group, requestId, parent, url, version);
     try {
@@ -119,6 +132,17 @@ final class ServerClient {
       inFlight.release();
       return CompletableFuture.completedFuture(failed(x, clock.getAsLong(), 0, "closed", "the client is closed"));
     }
+  }
+
+  /** {@code context} with its span's sampled flag cleared (the same trace, parent span and other flags). */
+  static Context unsampled(Context context) {
+    io.opentelemetry.api.trace.SpanContext sc = Span.fromContext(context).getSpanContext();
+    if (!sc.isValid() || !sc.isSampled()) {
+      return context;
+    }
+    return context.with(Span.wrap(io.opentelemetry.api.trace.SpanContext.create(sc.getTraceId(), sc.getSpanId(),
+        io.opentelemetry.api.trace.TraceFlags.fromByte((byte) (sc.getTraceFlags().asByte() & ~0x01)),
+        sc.getTraceState())));
   }
 
   /** One HTTP request: the generation requests it carries, its id, its parent context, URL and version. */

@@ -241,6 +241,45 @@ class OpenAiBackendTest {
   }
 
   @Test
+  void generate_tracedByRatio_sendsTheSampledFlagOnlyForRequestsInTheEngineSamplersShare() {
+    Span parent = otel.getTracer("test").spanBuilder("rl.worker.generate").startSpan();
+    TraceCarrier carrier = TraceCarrier.capture(Context.root().with(parent));
+    backend = OpenAiBackend.start(given().build(), "ravel-tiny", WEIGHTS, 4096, 64, otel, dir,
+        OpenAiBackend.tracedByRatio(true, 0.5));
+    List<GenerationRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      requests.add(request("t" + i, 3, carrier));
+    }
+
+    backend.generate(requests);
+    parent.end();
+
+    assertThat(seen).hasSize(40);
+    int sampled = 0;
+    for (Map<String, String> r : seen) {
+      String id = r.get("x-request-id");
+      String traceparent = r.get("traceparent");
+      // the same trace and parent span either way; only the flag says whether the server should trace it
+      assertThat(traceparent).startsWith("00-" + parent.getSpanContext().getTraceId() + "-"
+          + parent.getSpanContext().getSpanId() + "-");
+      boolean inShare = dev.ravel.workers.engine.RequestSampler.inRatio(id, 0.5);
+      int flags = Integer.parseInt(traceparent.substring(traceparent.lastIndexOf('-') + 1), 16);
+      assertThat(flags & 1).as("%s's sampled flag in %s", id, traceparent).isEqualTo(inShare ? 1 : 0);
+      assertThat(flags & ~1).as("the other flags are the parent's").isEqualTo(
+          parent.getSpanContext().getTraceFlags().asByte() & ~1);
+      sampled += inShare ? 1 : 0;
+    }
+    assertThat(sampled).isBetween(1, 39); // both decisions were exercised
+  }
+
+  @Test
+  void tracedByRatio_engineTracingOff_sendsNothingSampled() {
+    assertThat(OpenAiBackend.tracedByRatio(false, 1.0).test("a")).isFalse();
+    assertThat(OpenAiBackend.tracedByRatio(true, 1.0).test("a")).isTrue();
+    assertThat(OpenAiBackend.tracedByRatio(true, 0.0).test("a")).isFalse();
+  }
+
+  @Test
   void generate_serverAnswers400_errorResultWithTheServersMessageAndAnErrorSpan() {
     completions = r -> new Object[] {400, "{\"error\":{\"message\":\"max_tokens: must be at least 1 (got 0)\","
         + "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}"};
