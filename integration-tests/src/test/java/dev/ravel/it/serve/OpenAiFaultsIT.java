@@ -154,12 +154,16 @@ final class OpenAiFaultsIT {
         "engine_tracing=true", "--telemetry", "exporter=file");
     String parentUrl = lastUrl;
     double ratio = 0.5;
-    // the workers read the engine sampler's settings from their session's telemetry: a session of its own
-    RunConfig c = config("it-faults-sampled", parentUrl, "grpo.steps=3", "generation.refit=false",
-        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio);
-    try (DriverSession sampled = DriverSession.builder(c.telemetry()).env(SharedRayHead.env())
-        .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start()) {
-      new GrpoRun(sampled, c, StepListener.NONE).run();
+    // the workers read the engine sampler's settings from their session's telemetry (one Ray session per JVM):
+    // the run goes through bin/ravel, a driver of its own
+    try {
+      RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 600, "run",
+          Path.of(System.getProperty("ravel.home"), "examples/grpo-sync.yaml").toString(), "grpo.steps=3",
+          "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=2", "generation.backend=openai",
+          "generation.servers=[" + parentUrl + "]", "generation.refit=false", "telemetry.engine_tracing=true",
+          "telemetry.engine_sample_ratio=" + ratio, "telemetry.run_id=it-faults-sampled",
+          "telemetry.runs_dir=" + runs);
+      assertThat(r.exitCode()).as("stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     } finally {
       parentBased.destroy(); // SIGTERM: the server flushes its spans as it stops
       assertThat(parentBased.waitFor(SERVER_GONE_S, TimeUnit.SECONDS)).isTrue();
