@@ -45,18 +45,25 @@ final class CompletionHandler {
   }
 
   private void handle(HttpExchange ex, boolean chat) throws IOException {
+    String contentType = ex.getRequestHeaders().getFirst("Content-Type");
+    if (contentType == null || !contentType.toLowerCase(java.util.Locale.ROOT).startsWith("application/json")) {
+      // vLLM's validate_json_request
+      throw ApiError.badRequest("Unsupported Media Type: Only 'application/json' is allowed");
+    }
     var body = RequestParser.object(ex.getRequestBody().readAllBytes());
     CompletionRequest request = chat ? parser.chat(body) : parser.completion(body);
     String model = models.resolve(request.model());
     Headers h = ex.getRequestHeaders();
-    String id = h.getFirst("X-Request-Id");
-    if (id == null || id.isBlank()) {
-      id = (chat ? "chatcmpl-" : "cmpl-") + UUID.randomUUID().toString().replace("-", "");
-    }
+    // the engine's requests are named by X-Request-Id; the response's id is it behind the object's prefix, as vLLM
+    String given = h.getFirst("X-Request-Id");
+    String prefix = chat ? "chatcmpl-" : "cmpl-";
+    String requestId = given == null || given.isBlank() ? prefix + UUID.randomUUID().toString().replace("-", "")
+        : given;
+    String id = given == null || given.isBlank() ? requestId : prefix + given;
     TraceCarrier carrier = TraceCarrier.of(h.getFirst("traceparent"), h.getFirst("tracestate"),
         h.getFirst("baggage"));
     long created = System.currentTimeMillis() / 1000;
-    List<CompletableFuture<GenerationResult>> futures = generations.submit(id, request, carrier);
+    List<CompletableFuture<GenerationResult>> futures = generations.submit(requestId, request, carrier);
     if (request.stream()) {
       stream(ex, request, id, created, model, futures);
     } else {

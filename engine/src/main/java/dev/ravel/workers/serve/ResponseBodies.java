@@ -101,7 +101,8 @@ final class ResponseBodies {
       values.add(logprob(lp[i]));
       top.addObject().put(name, logprob(lp[i]));
       offsets.add(offset);
-      offset += tokenizer.decode(tokens, i, i + 1).length();
+      // vLLM counts the offset in what it returns: the token's text, or its "token_id:N" name
+      offset += tokenIds ? name.length() : tokenizer.decode(tokens, i, i + 1).length();
     }
     return o;
   }
@@ -114,20 +115,22 @@ final class ResponseBodies {
     for (int i = 0; i < tokens.length; i++) {
       String name = tokenName(tokens[i], tokenIds);
       ObjectNode e = content.addObject();
-      tokenEntry(e, name, lp[i]);
+      String text = tokenizer.decode(tokens, i, i + 1);
+      tokenEntry(e, name, text, lp[i]);
       ArrayNode top = e.putArray("top_logprobs");
       if (topLogprobs > 0) {
-        tokenEntry(top.addObject(), name, lp[i]);
+        tokenEntry(top.addObject(), name, text, lp[i]);
       }
     }
     return o;
   }
 
-  private static void tokenEntry(ObjectNode e, String name, float lp) {
+  /** A chat log-prob entry: {@code bytes} are the decoded token's UTF-8 bytes (vLLM's), whatever its name. */
+  private static void tokenEntry(ObjectNode e, String name, String text, float lp) {
     e.put("token", name);
     e.put("logprob", logprob(lp));
     ArrayNode bytes = e.putArray("bytes");
-    for (byte b : name.getBytes(StandardCharsets.UTF_8)) {
+    for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
       bytes.add(b & 0xff);
     }
   }

@@ -56,6 +56,8 @@ final class StatusHandler {
     m.put("owned_by", "ravel");
     m.put("root", root);
     m.put("parent", parent);
-    m.put("max_model_len", engine.config().kvTokenBudget());
+    if (parent == null) { // vLLM gives only the base model's card its length; adapter cards have none
+      m.put("max_model_len", engine.config().kvTokenBudget());
+    }
   }
 }

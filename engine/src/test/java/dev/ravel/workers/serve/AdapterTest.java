@@ -64,6 +64,8 @@ final class AdapterTest {
       assertThat(models.get(1).get("id").asText()).isEqualTo("ravel-tiny-v3");
       assertThat(models.get(1).get("root").asText()).isEqualTo(file.toString());
       assertThat(models.get(1).get("parent").asText()).isEqualTo("ravel-tiny");
+      assertThat(models.get(0).has("max_model_len")).isTrue();
+      assertThat(models.get(1).has("max_model_len")).as("an adapter card has no length, as vLLM's").isFalse();
     }
   }
 

@@ -11,6 +11,7 @@ import dev.ravel.workers.model.TinyLm;
 import io.opentelemetry.api.OpenTelemetry;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -52,6 +53,12 @@ final class CompletionsTest {
       float[] logprobs = new float[tokens.length];
       for (int k = 0; k < tokens.length; k++) {
         assertThat(lp.get("tokens").get(k).asText()).startsWith("token_id:");
+        // vLLM counts text offsets in what it returns: the running length of the "token_id:N" names
+        int offset = 0;
+        for (int j = 0; j < k; j++) {
+          offset += lp.get("tokens").get(j).asText().length();
+        }
+        assertThat(lp.get("text_offset").get(k).asInt()).isEqualTo(offset);
         tokens[k] = Integer.parseInt(lp.get("tokens").get(k).asText().substring("token_id:".length()));
         double d = lp.get("token_logprobs").get(k).doubleValue();
         assertThat(d).isEqualTo((double) e.logprobs()[k]);
@@ -91,6 +98,9 @@ final class CompletionsTest {
     assertThat(c.get("text").asText()).isEqualTo(TestServer.TOKENIZER.decode(t, 0, t.length));
     assertThat(c.at("/logprobs/tokens")).hasSize(t.length);
     assertThat(c.at("/logprobs/text_offset").get(0).asInt()).isZero();
+    for (int i = 1; i < t.length; i++) { // each offset is where the token's text starts in the completion's text
+      assertThat(c.at("/logprobs/text_offset").get(i).asInt()).isEqualTo(TestServer.TOKENIZER.decode(t, 0, i).length());
+    }
     assertThat(c.at("/logprobs/top_logprobs")).hasSize(t.length);
     assertThat(c.get("stop_reason").isNull()).isTrue();
     assertThat(r.get("model").asText()).isEqualTo("ravel-tiny");
@@ -142,6 +152,10 @@ final class CompletionsTest {
       assertThat(c.at("/logprobs/content")).hasSize(t.length);
       assertThat(c.at("/logprobs/content/0/logprob").doubleValue()).isEqualTo((double) e.logprobs()[0]);
       assertThat(c.at("/logprobs/content/0/top_logprobs")).hasSize(1);
+      // bytes: the decoded token's UTF-8, as vLLM's
+      String first = TestServer.TOKENIZER.decode(t, 0, 1);
+      assertThat(c.at("/logprobs/content/0/bytes")).hasSize(first.length());
+      assertThat(c.at("/logprobs/content/0/bytes/0").asInt()).isEqualTo(first.getBytes(StandardCharsets.UTF_8)[0] & 0xff);
     }
     assertThat(r.at("/usage/prompt_tokens").asInt()).isEqualTo(4);
   }

@@ -24,6 +24,14 @@ final class ErrorsTest {
   }
 
   @Test
+  void completions_bodyNotDeclaredJson_is400AsVllmSaysIt() {
+    assertError(s.post("/v1/completions", "{\"prompt\":\"1+1=\"}", java.util.Map.of("Content-Type", "text/plain")),
+        400, "BadRequestError", "Unsupported Media Type: Only 'application/json' is allowed");
+    assertThat(s.post("/v1/completions", "{\"prompt\":\"1+1=\",\"max_tokens\":1}",
+        java.util.Map.of("Content-Type", "application/json; charset=utf-8")).statusCode()).isEqualTo(200);
+  }
+
+  @Test
   void completions_maxTokensZero_is400NamingTheField() {
     assertError(s.post("/v1/completions", "{\"prompt\":\"1+1=\",\"max_tokens\":0}"), 400, "BadRequestError",
         "max_tokens: must be at least 1 (got 0)");

@@ -27,7 +27,7 @@ final class ShutdownTest {
     int port = server.start("127.0.0.1", 0);
     HttpClient client = HttpClient.newHttpClient();
     CompletableFuture<HttpResponse<String>> pending = client.sendAsync(HttpRequest.newBuilder(
-        URI.create("http://127.0.0.1:" + port + "/v1/completions")).POST(HttpRequest.BodyPublishers.ofString(
+        URI.create("http://127.0.0.1:" + port + "/v1/completions")).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(
             "{\"prompt\":\"1+1=\",\"n\":64,\"max_tokens\":4000}")).build(), HttpResponse.BodyHandlers.ofString());
     long deadline = System.nanoTime() + 60_000_000_000L;
     while (server.engineStats().running() == 0 && System.nanoTime() < deadline) {

@@ -63,7 +63,7 @@ final class TestServer implements AutoCloseable {
   HttpResponse<String> post(String path, String body, Map<String, String> headers) {
     HttpRequest.Builder b = HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(30))
         .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
-    headers.forEach(b::header);
+    headers.forEach(b::setHeader);
     return send(b.build());
   }
 
