@@ -155,7 +155,7 @@ def test_completion_withTraceparentHeader(client: OpenAI) -> None:
         model=MODEL, prompt=PROMPT, n=N, max_tokens=MAX_TOKENS, seed=SEED,
         extra_headers={"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01", "X-Request-Id": TRACED_REQUEST_ID})
     check_choices(completion, N)
-    assert completion.id == TRACED_REQUEST_ID
+    assert completion.id == f"cmpl-{TRACED_REQUEST_ID}"  # vLLM names the response so; the engine ids stay
 
 
 def test_completion_withoutTraceparentHeader(client: OpenAI) -> None:
@@ -163,7 +163,7 @@ def test_completion_withoutTraceparentHeader(client: OpenAI) -> None:
         model=MODEL, prompt=PROMPT, n=2, max_tokens=MAX_TOKENS, seed=SEED,
         extra_headers={"X-Request-Id": ROOT_REQUEST_ID})
     check_choices(completion, 2)
-    assert completion.id == ROOT_REQUEST_ID
+    assert completion.id == f"cmpl-{ROOT_REQUEST_ID}"
 
 
 def test_completion_maxTokensZeroIsBadRequest(client: OpenAI) -> None:
