@@ -248,6 +248,11 @@ public final class Keys {
   /** {@code reward.code_path}. */
   public static final Key<List<String>> REWARD_CODE_PATH = key("reward", "code_path", LIST, List.of(), any(),
       "folders searched first for `reward.function`'s module");
+  /** {@code reward.class}. */
+  public static final Key<String> REWARD_CLASS = key("reward", "class", STRING, "", any(),
+      "the Java runtime's reward: a class implementing `dev.ravel.workers.reward.RewardFunction` (public, with a public"
+          + " no-argument constructor) on the workers' classpath, called with the decoded completions (empty: the"
+          + " built-in digit task's)");
   /** {@code reward.on_error}. */
   public static final Key<String> REWARD_ON_ERROR = key("reward", "on_error", STRING,
       dev.ravel.workers.reward.RewardEnvironment.ON_ERROR.get(0),

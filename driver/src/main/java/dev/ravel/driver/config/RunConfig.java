@@ -259,6 +259,17 @@ public final class RunConfig {
       throw new ConfigException(Keys.MODEL_PATH.dotted(), "a Hugging Face model needs your prompts too (" + Keys.TRAIN
           + "): the built-in digit task speaks the Java runtime's own 14-token vocabulary");
     }
+    if (!get(Keys.REWARD_CLASS).isBlank()) {
+      if (data) {
+        throw new ConfigException(Keys.REWARD_CLASS.dotted(), "scores the Java runtime's completions; your data is"
+            + " scored by " + Keys.REWARD_FUNCTION + " (a Python function)");
+      }
+      try {
+        dev.ravel.workers.reward.RewardFunction.load(get(Keys.REWARD_CLASS)); // before Ray starts
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException(Keys.REWARD_CLASS.dotted(), e.getMessage().replaceFirst("^reward\\.class ", ""));
+      }
+    }
     if (!data && !get(Keys.REWARD_FUNCTION).isBlank()) {
       throw new ConfigException(Keys.REWARD_FUNCTION.dotted(), "scores your data: set " + Keys.TRAIN + " too");
     }

@@ -110,8 +110,8 @@ final class GrpoActors {
     List<RavelActorHandle<RewardEnvironment>> rewards = new ArrayList<>();
     for (int i = 0; i < settings.reward().workers(); i++) {
       rewards.add(data == null
-          ? session.actor(RewardEnvironmentActor::new, RewardEnvironment.class).maxRestarts(settings.maxRestarts())
-              .remote()
+          ? session.actor(RewardEnvironmentActor::new, settings.reward().javaClass(), RewardEnvironment.class)
+              .maxRestarts(settings.maxRestarts()).remote()
           : session.pythonActor(PythonWorkers.REWARD_ENVIRONMENT, PythonWorkers.rewardSpec(data.modelPath(),
               data.prepared().rewardFunction(), data.rewardCodePath(), settings.reward().onError(),
               settings.reward().timeoutSeconds()), RewardEnvironment.class)

@@ -49,8 +49,9 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
    * @param workers reward actors sharing each batch ({@code reward.workers})
    * @param onError {@code fail} or {@code zero} ({@code reward.on_error}; Python reward functions)
    * @param timeoutSeconds the longest a reward function's call may take (0: no limit)
+   * @param javaClass the Java runtime's {@code RewardFunction} ({@code reward.class}; empty: the task's reward)
    */
-  record Reward(int workers, String onError, double timeoutSeconds) {}
+  record Reward(int workers, String onError, double timeoutSeconds, String javaClass) {}
 
   /**
    * A run on your data: the prepared prompts and the reward function that scores them.
@@ -137,7 +138,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
                         .temperature(config.get(Keys.EVAL_TEMPERATURE)).build(), config.get(Keys.EVAL_SAMPLES),
                         config.get(Keys.EVAL_PASS_THRESHOLD))),
         new Reward(config.get(Keys.REWARD_WORKERS), config.get(Keys.REWARD_ON_ERROR),
-            config.get(Keys.REWARD_TIMEOUT_S)));
+            config.get(Keys.REWARD_TIMEOUT_S), config.get(Keys.REWARD_CLASS)));
   }
 
   /**

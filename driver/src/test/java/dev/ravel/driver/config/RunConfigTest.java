@@ -611,6 +611,18 @@ final class RunConfigTest {
   }
 
   @Test
+  void load_rewardClass_isLoadedBeforeRayStartsAndRefusedWithYourData() {
+    String cls = dev.ravel.driver.grpo.QuarterReward.class.getName();
+    assertThat(RunConfig.load(null, List.of("reward.class=" + cls), Map.of()).get(Keys.REWARD_CLASS)).isEqualTo(cls);
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("reward.class=no.such.Reward"), Map.of()),
+        "reward.class").getMessage()).contains("no.such.Reward: not found on the classpath");
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("reward.class=java.lang.String"), Map.of()),
+        "reward.class").getMessage()).contains("does not implement dev.ravel.workers.reward.RewardFunction");
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=python", "trainer.runtime=python",
+        "data.train=[t.jsonl]", "model.path=/m", "reward.class=" + cls), Map.of()), "reward.class");
+  }
+
+  @Test
   void load_rewardSettings_areCheckedNamingTheKey() {
     RunConfig ok = RunConfig.load(null, List.of("reward.on_error=zero", "reward.timeout_s=0", "reward.workers=3"),
         Map.of());

@@ -146,6 +146,20 @@ final class GrpoLoopsTest {
   }
 
   @Test
+  void syncStep_rewardClass_scoresEveryCompletionWithYourFunction() {
+    GrpoSettings s = settings("sync", "reward.class=" + QuarterReward.class.getName());
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s),
+        ArithmeticTask.standard(), tokenizer, w).run();
+
+    StepRecord m = reported.get(0);
+    assertThat(m.rewardMean()).isEqualTo(0.25);
+    assertThat(m.rewardStd()).isZero();
+  }
+
+  @Test
   void generate_dealsWholeGroupsToTheWorkersAndAnswersInRequestOrder() {
     GrpoSettings s = settings("sync", "grpo.prompts_per_step=5", "grpo.group_size=3");
     GrpoActors ok = actors(s, initial(s));
@@ -303,7 +317,7 @@ final class GrpoLoopsTest {
     }
     List<RavelActorHandle<RewardEnvironment>> rewards = new ArrayList<>();
     for (int i = 0; i < s.reward().workers(); i++) {
-      rewards.add(local(new RewardEnvironmentActor(), RewardEnvironment.class, 1));
+      rewards.add(local(new RewardEnvironmentActor(Payload.of(s.reward().javaClass())), RewardEnvironment.class, 1));
     }
     RavelActorHandle<PolicyTrainer> trainer =
         local(new PolicyTrainerActor(Payload.of(new TrainerSpec(w, s.grpo()))), PolicyTrainer.class, 1);

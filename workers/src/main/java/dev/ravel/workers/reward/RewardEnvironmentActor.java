@@ -1,5 +1,6 @@
 package dev.ravel.workers.reward;
 
+import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.model.Tokenizer;
@@ -7,12 +8,29 @@ import dev.ravel.workers.task.ArithmeticTask;
 import dev.ravel.workers.task.Problem;
 import java.util.List;
 
-/** {@link RewardEnvironment} for the {@link ArithmeticTask}. */
+/**
+ * {@link RewardEnvironment} of the Java runtime: the {@link ArithmeticTask}'s reward, or your {@link RewardFunction}
+ * ({@code reward.class}) on the same decoded completions.
+ */
 public final class RewardEnvironmentActor extends RavelActor implements RewardEnvironment {
   private final Tokenizer tokenizer = CharTokenizer.arithmetic();
   private final ArithmeticTask task = ArithmeticTask.standard();
 
-  public RewardEnvironmentActor() {}
+  /** Null: the task's own reward. */
+  private final RewardFunction function;
+  private final String functionName;
+
+  public RewardEnvironmentActor() {
+    this.function = null;
+    this.functionName = null;
+  }
+
+  /** With {@code className}'s {@link RewardFunction} (empty: the task's own reward). */
+  public RewardEnvironmentActor(Payload<String> classNamePayload) {
+    String className = classNamePayload.value();
+    this.function = className == null || className.isEmpty() ? null : RewardFunction.load(className);
+    this.functionName = className;
+  }
 
   @Override
   public RewardScores score(List<Problem> problems, List<int[]> completions, long step) {
@@ -26,7 +44,26 @@ public final class RewardEnvironmentActor extends RavelActor implements RewardEn
       // the answer ends at the first EOS (with generation.ignore_eos the completion goes on past it)
       String text = tokenizer.decode(c, 0, answerLength(c));
       texts.add(text);
-      out[i] = task.reward(problems.get(i), text);
+      out[i] = function == null ? task.reward(problems.get(i), text) : 0;
+    }
+    if (function != null) {
+      double[] given;
+      try {
+        given = function.score(List.copyOf(problems), List.copyOf(texts), step);
+      } catch (RuntimeException e) {
+        throw new IllegalStateException("reward.class " + functionName + ": raised " + e, e);
+      }
+      if (given == null || given.length != out.length) {
+        throw new IllegalStateException("reward.class " + functionName + ": returned "
+            + (given == null ? "null" : given.length + " rewards") + " for " + out.length + " completions");
+      }
+      for (int i = 0; i < given.length; i++) {
+        if (!Double.isFinite(given[i])) {
+          throw new IllegalStateException("reward.class " + functionName + ": reward " + i + " is " + given[i]
+              + ", not a finite number");
+        }
+      }
+      out = given.clone();
     }
     return RewardScores.of(out, texts);
   }

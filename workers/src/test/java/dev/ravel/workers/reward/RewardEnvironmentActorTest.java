@@ -120,4 +120,50 @@ final class RewardEnvironmentActorTest {
     out[ids.length] = TOKENIZER.eos();
     return out;
   }
+
+  /** A reward of the test's own: the completion's length, a quarter per character, plus the step. */
+  public static final class LengthReward implements RewardFunction {
+    public LengthReward() {}
+
+    @Override
+    public double[] score(List<Problem> problems, List<String> completions, long step) {
+      return completions.stream().mapToDouble(c -> c.length() * 0.25 + step).toArray();
+    }
+  }
+
+  /** A reward function that raises. */
+  public static final class Broken implements RewardFunction {
+    @Override
+    public double[] score(List<Problem> problems, List<String> completions, long step) {
+      throw new IllegalStateException("no judge");
+    }
+  }
+
+  private static RewardEnvironmentActor withClass(Class<?> c) {
+    return new RewardEnvironmentActor(dev.ravel.workers.actor.Payload.of(c.getName()));
+  }
+
+  @Test
+  void score_rewardClass_givesYourFunctionTheDecodedCompletionsAndTheStep() {
+    RewardScores s = withClass(LengthReward.class).score(List.of(TWO_PLUS_THREE, TWO_PLUS_THREE),
+        List.of(completion("5", true), completion("57", false)), 3);
+
+    assertThat(s.rewards()).containsExactly(3.25, 3.5);
+    assertThat(s.texts()).containsExactly("5", "57");
+  }
+
+  @Test
+  void score_rewardClassThatRaises_failsNamingIt() {
+    assertThatThrownBy(() -> withClass(Broken.class).score(List.of(TWO_PLUS_THREE), List.of(completion("5", true)), 1))
+        .hasMessageStartingWith("reward.class " + Broken.class.getName() + ": raised")
+        .hasMessageContaining("no judge");
+  }
+
+  @Test
+  void load_notARewardFunctionOrMissing_isOneErrorNamingTheClass() {
+    assertThatThrownBy(() -> RewardFunction.load("no.such.Reward")).hasMessageStartingWith(
+        "reward.class no.such.Reward: not found on the classpath");
+    assertThatThrownBy(() -> RewardFunction.load(String.class.getName())).hasMessage(
+        "reward.class java.lang.String: does not implement " + RewardFunction.class.getName());
+  }
 }
