@@ -61,7 +61,8 @@ final class WorkerFaultsIT {
   /** The engine thread's name prefix ({@code EngineLoop}: "ravel-engine-<model>-<n>", 15 chars in /proc). */
   private static final String ENGINE_THREAD = "ravel-engine";
   /** The frame of the sync loop's generate calls on the driver's thread ({@code SyncLoop} is package-private). */
-  private static final String SYNC_LOOP = "dev.ravel.driver.grpo.SyncLoop";
+  /** Where the sync loop's generate calls are read (GrpoActors.generate deals whole groups to the workers). */
+  private static final String SYNC_LOOP = "dev.ravel.driver.grpo.GrpoActors";
   /** A bound on the killer's wait, far past a whole run; normally it ends with the run or its kill. */
   private static final long KILLER_BOUND_MINUTES = 30;
 
@@ -196,7 +197,7 @@ final class WorkerFaultsIT {
 
   /**
    * Whether {@code driver} (the thread running the sync loop) waits on the step's generate calls: inside
-   * {@code SyncLoop.generate}, reading a call's result ({@code Failover.Pending.get}), which happens only once
+   * {@code GrpoActors.generate} (the sync loop's; no evaluation runs here), reading a call's result ({@code Failover.Pending.get}), which happens only once
    * every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
    * {@code Pending.get} too, but not under {@code generate}).
    */
