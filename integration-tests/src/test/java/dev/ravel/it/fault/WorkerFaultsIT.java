@@ -197,8 +197,8 @@ final class WorkerFaultsIT {
 
   /**
    * Whether {@code driver} (the thread running the sync loop) waits on the step's generate calls: inside
-   * {@code GrpoActors.generate} (the sync loop's; no evaluation runs here), reading a call's result ({@code Failover.Pending.get}), which happens only once
-   * every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
+   * {@code GrpoActors.generate} (the sync loop's; no evaluation runs here), reading a call's result
+   * ({@code Failover.Pending.get}), which happens only once every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
    * {@code Pending.get} too, but not under {@code generate}).
    */
   private static boolean waitingOnGenerateCalls(Thread driver) {
