@@ -133,6 +133,17 @@ public final class Keys {
   /** {@code generation.refit}. */
   public static final Key<Boolean> REFIT = key("generation", "refit", BOOLEAN, true, any(),
       "backend `openai`: push each step's weights to the servers");
+  /** {@code generation.weight_sync}. */
+  public static final Key<String> WEIGHT_SYNC = key("generation", "weight_sync", STRING,
+      dev.ravel.workers.generation.openai.ServerBackendSpec.SYNC_NATIVE,
+      oneOf("weight sync", dev.ravel.workers.generation.openai.ServerBackendSpec.WEIGHT_SYNCS),
+      "backend `openai`: how weights reach the servers: `native` (vLLM's pause, start, update, finish, resume"
+          + " routes; a weights file the servers read) or `lora` (vLLM's runtime LoRA routes, one adapter a version)");
+  /** {@code generation.inflight_updates}. */
+  public static final Key<Boolean> INFLIGHT_UPDATES = key("generation", "inflight_updates", BOOLEAN, false, any(),
+      "backend `openai`, `weight_sync: native`: requests in flight at a refit go on under the new weights"
+          + " (`pause?mode=keep`) instead of finishing first (`mode=wait`); their tokens say which version sampled"
+          + " them");
   /** {@code generation.server_heap_mb}. */
   public static final Key<Integer> SERVER_HEAP_MB = key("generation", "server_heap_mb", INTEGER, 256, atLeast(64),
       "backend `openai`, `launch: ravel`: each `ravel serve` JVM's heap in MiB");

@@ -367,6 +367,8 @@ public final class RunConfig {
           .launchTimeout(seconds(Keys.LAUNCH_TIMEOUT_S))
           .maxInFlight(get(Keys.MAX_IN_FLIGHT))
           .refit(get(Keys.REFIT))
+          .weightSync(get(Keys.WEIGHT_SYNC))
+          .inflightUpdates(get(Keys.INFLIGHT_UPDATES))
           .serverHeapMb(get(Keys.SERVER_HEAP_MB))
           .build();
     } catch (ConfigException e) {

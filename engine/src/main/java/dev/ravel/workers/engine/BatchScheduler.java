@@ -325,7 +325,7 @@ final class BatchScheduler {
       }
       long now = clock.getAsLong();
       s.append(token, logprob);
-      s.lastTokenVersion = s.logitsVersion;
+      s.sampledWith(s.logitsVersion);
       s.lastToken = now;
       if (s.firstToken == 0) {
         s.firstToken = now;

@@ -179,6 +179,57 @@ public final class EmbeddedEngine implements AutoCloseable {
     }
   }
 
+  /**
+   * Holds generation still after the scheduler iteration in progress (vLLM's {@code pause?mode=keep}): running
+   * requests keep their tokens and later arrivals queue; a model offered meanwhile is switched to when
+   * {@link #resume()} lets the engine go on, so their later tokens come from it. Returns once no iteration runs.
+   */
+  public void pause() {
+    try {
+      loop.pause();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while pausing the engine", e);
+    }
+  }
+
+  /** Lets a paused engine generate again (no effect on one that is not paused). */
+  public void resume() {
+    loop.resume();
+  }
+
+  /** Whether {@link #pause()} holds the engine still. */
+  public boolean isPaused() {
+    return loop.paused();
+  }
+
+  /**
+   * Ends every request the engine holds (running, waiting, queued) with {@link FinishReason#ABORT} after the
+   * iteration in progress (vLLM's {@code pause?mode=abort}); returns once they are finished.
+   */
+  public void abortAll() {
+    try {
+      loop.abortAll();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while aborting the engine's requests", e);
+    }
+  }
+
+  /**
+   * Waits until the engine holds no request (vLLM's {@code pause?mode=wait} drain), at most {@code millis}.
+   *
+   * @return false when requests remain after {@code millis}
+   */
+  public boolean awaitIdle(long millis) {
+    try {
+      return loop.awaitIdle(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for the engine to drain", e);
+    }
+  }
+
   /** The version of the weights the engine generates with now. */
   public long servedVersion() {
     return scheduler.servedVersion();

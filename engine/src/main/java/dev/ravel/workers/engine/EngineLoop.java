@@ -30,8 +30,15 @@ final class EngineLoop {
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition wake = lock.newCondition();
   private final ArrayDeque<Sequence> inbox = new ArrayDeque<>();
+  private final Condition parked = lock.newCondition();
   private boolean closed;
   private String failure;
+  /** Whether the loop holds still (no iteration) until {@link #resume}; requests still queue in the inbox. */
+  private boolean paused;
+  /** Whether an iteration is under way (the scheduler is outside the lock, stepping). */
+  private boolean stepping;
+  /** Whether the loop is to abort everything it holds before its next iteration. */
+  private boolean abortPending;
 
   /** A loop over {@code scheduler} whose thread, not yet started, is named after {@code modelName}. */
   EngineLoop(String modelName, BatchScheduler scheduler, RequestTelemetry telemetry) {
@@ -99,6 +106,80 @@ final class EngineLoop {
     }
   }
 
+  /**
+   * Holds the loop still after the iteration in progress: running requests keep their place and tokens (their
+   * caches are recomputed if the model changes meanwhile), arrivals queue; returns once no iteration runs.
+   */
+  void pause() throws InterruptedException {
+    lock.lock();
+    try {
+      paused = true;
+      while (stepping && !closed) {
+        parked.await();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Lets a paused loop iterate again. */
+  void resume() {
+    lock.lock();
+    try {
+      paused = false;
+      wake.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  boolean paused() {
+    lock.lock();
+    try {
+      return paused;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Finishes every request the loop holds (running, waiting and in the inbox) with {@link FinishReason#ABORT} after
+   * the iteration in progress, paused or not; returns once they are finished.
+   */
+  void abortAll() throws InterruptedException {
+    lock.lock();
+    try {
+      abortPending = true;
+      wake.signalAll();
+      while (abortPending && !closed && thread.isAlive()) {
+        parked.await();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Waits until nothing runs, waits or sits in the inbox (at most {@code millis}); false on timeout. A paused loop
+   * with work never gets there.
+   */
+  boolean awaitIdle(long millis) throws InterruptedException {
+    long deadline = System.nanoTime() + millis * 1_000_000L;
+    lock.lock();
+    try {
+      while (!closed && (stepping || !inbox.isEmpty() || !scheduler.idle())) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return false;
+        }
+        parked.awaitNanos(left);
+      }
+      return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Wakes an idle loop so that it switches to a newly offered model at once. */
   void modelOffered() {
     lock.lock();
@@ -120,20 +201,40 @@ final class EngineLoop {
       while (true) {
         lock.lock();
         try {
-          while (!closed && inbox.isEmpty() && scheduler.idle() && !scheduler.updatePending()) {
+          while (!closed && !abortPending
+              && (paused || inbox.isEmpty() && scheduler.idle() && !scheduler.updatePending())) {
             wake.await();
           }
           if (closed) {
             break;
           }
+          if (abortPending) {
+            abortHeld();
+            continue;
+          }
           arrivals.addAll(inbox);
           inbox.clear();
           scheduler.publishWaiting(arrivals.size());
+          stepping = true;
         } finally {
           lock.unlock();
         }
-        scheduler.step(arrivals);
-        arrivals.clear();
+        boolean stepped = false;
+        try {
+          scheduler.step(arrivals);
+          stepped = true;
+        } finally {
+          if (stepped) {
+            arrivals.clear(); // on a failure the crash path finishes those the step did not queue
+          }
+          lock.lock();
+          try {
+            stepping = false;
+            parked.signalAll();
+          } finally {
+            lock.unlock();
+          }
+        }
       }
     } catch (InterruptedException e) {
       LOG.debug("engine scheduler {} interrupted; aborting its requests", thread.getName());
@@ -143,6 +244,19 @@ final class EngineLoop {
     } finally {
       shutdown(crash, arrivals);
     }
+  }
+
+  /** With the lock held, between iterations: finishes everything held with ABORT and signals {@link #abortAll}. */
+  private void abortHeld() {
+    List<Sequence> left = scheduler.drain();
+    left.addAll(inbox);
+    inbox.clear();
+    scheduler.publish();
+    for (Sequence s : left) {
+      telemetry.finish(s, FinishReason.ABORT, null);
+    }
+    abortPending = false;
+    parked.signalAll();
   }
 
   /**
@@ -158,6 +272,7 @@ final class EngineLoop {
       failure = crash;
       left.addAll(inbox);
       inbox.clear();
+      parked.signalAll();
     } finally {
       lock.unlock();
     }

@@ -23,6 +23,7 @@ public final class GenerationResult implements Serializable {
   private final RequestStats stats;
   private final boolean traced;
   private final String error;
+  private final java.util.List<VersionSpan> versionSpans;
 
   private GenerationResult(Builder b) {
     this.requestId = b.requestId;
@@ -34,6 +35,7 @@ public final class GenerationResult implements Serializable {
     this.stats = b.stats;
     this.traced = b.traced;
     this.error = b.error;
+    this.versionSpans = b.versionSpans == null ? java.util.List.of() : java.util.List.copyOf(b.versionSpans);
   }
 
   public static Builder builder() {
@@ -69,6 +71,26 @@ public final class GenerationResult implements Serializable {
   /** The version of the model that produced the last completion token; {@link #NO_VERSION} if none. */
   public long weightVersion() {
     return weightVersion;
+  }
+
+  /**
+   * Which weight version sampled which completion tokens, in token order (one span unless the weights changed
+   * while the request ran; empty when no token was produced, or when the backend could not say).
+   */
+  public java.util.List<VersionSpan> versionSpans() {
+    return versionSpans;
+  }
+
+  /**
+   * The oldest weight version that sampled a token of this completion (the one the policy lag of the completion
+   * is counted from); {@link #weightVersion()} when the spans are unknown.
+   */
+  public long oldestWeightVersion() {
+    long v = weightVersion;
+    for (VersionSpan s : versionSpans) {
+      v = Math.min(v, s.version());
+    }
+    return v;
   }
 
   public RequestStats stats() {
@@ -121,8 +143,15 @@ public final class GenerationResult implements Serializable {
     private RequestStats stats;
     private boolean traced;
     private String error;
+    private java.util.List<VersionSpan> versionSpans;
 
     private Builder() {}
+
+    /** Which version sampled which tokens ({@link GenerationResult#versionSpans()}). */
+    public Builder versionSpans(java.util.List<VersionSpan> v) {
+      this.versionSpans = v;
+      return this;
+    }
 
     public Builder requestId(String v) {
       this.requestId = v;

@@ -165,6 +165,7 @@ final class RequestTelemetry {
         .logprobs(s.completionLogprobs())
         .finishReason(reason)
         .weightVersion(s.lastTokenVersion)
+        .versionSpans(s.versionSpans())
         .stats(stats)
         .traced(traced)
         .error(reason == FinishReason.ERROR ? error : null)

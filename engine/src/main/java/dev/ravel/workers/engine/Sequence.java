@@ -31,6 +31,8 @@ final class Sequence {
   float[] logits;
   long logitsVersion = GenerationResult.NO_VERSION;
   long lastTokenVersion = GenerationResult.NO_VERSION;
+  /** Runs of completion tokens sampled with one weight version: {version, start, end}, in token order. */
+  private final List<long[]> versionRuns = new ArrayList<>(1);
   long scheduled;
   long firstToken;
   long lastToken;
@@ -47,6 +49,27 @@ final class Sequence {
     this.tokens = Arrays.copyOf(prompt, capacity);
     this.logprobs = new float[capacity - promptLength];
     this.length = promptLength;
+  }
+
+  /** Records that the completion token just appended was sampled with {@code version}. */
+  void sampledWith(long version) {
+    int index = length - promptLength - 1;
+    long[] last = versionRuns.isEmpty() ? null : versionRuns.get(versionRuns.size() - 1);
+    if (last != null && last[0] == version && last[2] == index) {
+      last[2] = index + 1;
+    } else {
+      versionRuns.add(new long[] {version, index, index + 1});
+    }
+    lastTokenVersion = version;
+  }
+
+  /** Which version sampled which completion tokens. */
+  List<VersionSpan> versionSpans() {
+    List<VersionSpan> out = new ArrayList<>(versionRuns.size());
+    for (long[] r : versionRuns) {
+      out.add(new VersionSpan(r[0], (int) r[1], (int) r[2]));
+    }
+    return out;
   }
 
   /** Prompt plus generated tokens; only {@code [0, length())} is meaningful. */

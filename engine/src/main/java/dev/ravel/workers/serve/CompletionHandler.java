@@ -28,12 +28,22 @@ final class CompletionHandler {
   private final ServedModels models;
   private final Generations generations;
   private final ResponseBodies bodies;
+  private final WeightSync weightSync;
+  private final java.util.function.BooleanSupplier closing;
 
-  CompletionHandler(RequestParser parser, ServedModels models, Generations generations, ResponseBodies bodies) {
+  /**
+   * @param weightSync admits completions (refused while paused for a weight update)
+   * @param closing whether the server is shutting down: a choice aborted then is a 503, otherwise (a
+   *     {@code pause?mode=abort}) it is answered with {@code finish_reason: abort}, as vLLM does
+   */
+  CompletionHandler(RequestParser parser, ServedModels models, Generations generations, ResponseBodies bodies,
+      WeightSync weightSync, java.util.function.BooleanSupplier closing) {
     this.parser = parser;
     this.models = models;
     this.generations = generations;
     this.bodies = bodies;
+    this.weightSync = weightSync;
+    this.closing = closing;
   }
 
   void completions(HttpExchange ex) throws IOException {
@@ -63,7 +73,8 @@ final class CompletionHandler {
     TraceCarrier carrier = TraceCarrier.of(h.getFirst("traceparent"), h.getFirst("tracestate"),
         h.getFirst("baggage"));
     long created = System.currentTimeMillis() / 1000;
-    List<CompletableFuture<GenerationResult>> futures = generations.submit(requestId, request, carrier);
+    List<CompletableFuture<GenerationResult>> futures = weightSync.admit(
+        () -> generations.submit(requestId, request, carrier));
     if (request.stream()) {
       stream(ex, request, id, created, model, futures);
     } else {
@@ -109,11 +120,11 @@ final class CompletionHandler {
     }
   }
 
-  private static GenerationResult checked(GenerationResult r) {
+  private GenerationResult checked(GenerationResult r) {
     if (r.finishReason() == FinishReason.ERROR) {
       throw ApiError.internal("generation of " + r.requestId() + " failed: " + r.error());
     }
-    if (r.finishReason() == FinishReason.ABORT) {
+    if (r.finishReason() == FinishReason.ABORT && closing.getAsBoolean()) {
       throw ApiError.unavailable("generation of " + r.requestId() + " was aborted: the server is shutting down");
     }
     return r;

@@ -15,9 +15,11 @@ import java.util.List;
  * @param tokenIds whether tokens are written as {@code token_id:<id>} ({@code return_tokens_as_token_ids})
  * @param stream whether the response is an event stream
  * @param chat whether this is a chat completion
+ * @param weightVersions whether each choice says which weight version sampled which tokens
+ *     ({@code return_weight_versions}, vLLM 0.33)
  */
 record CompletionRequest(String model, List<int[]> prompts, int n, SamplingParams sampling, Long seed,
-    Integer logprobs, boolean tokenIds, boolean stream, boolean chat) {
+    Integer logprobs, boolean tokenIds, boolean stream, boolean chat, boolean weightVersions) {
 
   /** Number of choices: {@code n} per prompt. */
   int choices() {

@@ -52,6 +52,7 @@ public final class InferenceServer implements AutoCloseable {
   private final ServeMetrics metrics;
   private final int httpThreads;
   private final String version;
+  private final java.nio.file.Path recordTo;
   private HttpServer http;
   private Routes routes;
   private ThreadPoolExecutor executor;
@@ -61,6 +62,7 @@ public final class InferenceServer implements AutoCloseable {
     this.tokenizer = b.tokenizer;
     this.httpThreads = b.httpThreads;
     this.version = RavelVersion.get();
+    this.recordTo = b.recordExchanges;
     this.engine = new EmbeddedEngine(b.engineConfig, TinyLm.of(b.weights), b.openTelemetry);
     this.models = new ServedModels(b.engineConfig.modelName(), b.weights.version(),
         System.currentTimeMillis() / 1000);
@@ -99,11 +101,14 @@ public final class InferenceServer implements AutoCloseable {
     executor.allowCoreThreadTimeOut(true);
     server.setExecutor(executor);
     RequestParser parser = new RequestParser(tokenizer, engine.config().kvTokenBudget());
-    CompletionHandler completions = new CompletionHandler(parser, models, new Generations(engine, metrics),
-        new ResponseBodies(tokenizer));
+    WeightSync sync = new WeightSync(engine, models, tokenizer);
     AdapterHandler adapters = new AdapterHandler(engine, models, tokenizer);
     StatusHandler status = new StatusHandler(engine, models, metrics, version);
-    routes = new Routes(server)
+    routes = new Routes(server, recordTo);
+    Routes r = routes;
+    CompletionHandler completions = new CompletionHandler(parser, models, new Generations(engine, metrics),
+        new ResponseBodies(tokenizer, sync::label), sync, r::isClosing);
+    routes
         .get("/health", status::health)
         .get("/version", status::version)
         .get("/v1/models", status::models)
@@ -111,7 +116,17 @@ public final class InferenceServer implements AutoCloseable {
         .post("/v1/completions", completions::completions)
         .post("/v1/chat/completions", completions::chat)
         .post("/v1/load_lora_adapter", adapters::load)
-        .post("/v1/unload_lora_adapter", adapters::unload);
+        .post("/v1/unload_lora_adapter", adapters::unload)
+        // vLLM's native weight-update protocol (its RL routes)
+        .post("/pause", sync::pause)
+        .post("/resume", sync::resume)
+        .get("/is_paused", sync::isPaused)
+        .post("/init_weight_transfer_engine", sync::init)
+        .post("/start_weight_update", sync::start)
+        .post("/update_weights", sync::update)
+        .post("/finish_weight_update", sync::finish)
+        .get("/weight_info", sync::weightInfo)
+        .get("/get_world_size", sync::worldSize);
     server.start();
     http = server;
     return port();
@@ -186,8 +201,19 @@ public final class InferenceServer implements AutoCloseable {
     private String modelName;
     private OpenTelemetry openTelemetry;
     private int httpThreads = 32;
+    private java.nio.file.Path recordExchanges;
 
     private Builder() {}
+
+    /**
+     * Appends every exchange (method, path, query, the headers a contract check needs, request and response
+     * bodies, status) to {@code file} as one JSON line, for checking what a client sends against vLLM's own code
+     * ({@code integration-tests/src/test/python/test_vllm_contract.py}); null (the default) records nothing.
+     */
+    public Builder recordExchanges(java.nio.file.Path file) {
+      this.recordExchanges = file;
+      return this;
+    }
 
     /** The engine's settings; its model name is replaced by {@link #modelName} when that is set. */
     public Builder engineConfig(EngineConfig v) {

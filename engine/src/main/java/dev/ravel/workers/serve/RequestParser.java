@@ -92,7 +92,8 @@ final class RequestParser {
     SamplingParams sampling = SamplingParams.builder().maxTokens(maxTokens).temperature(temperature).topP(topP)
         .ignoreEos(bool(body, "ignore_eos", false)).build();
     return new CompletionRequest(model, prompts, n, sampling, seed, logprobs,
-        bool(body, "return_tokens_as_token_ids", false), bool(body, "stream", false), chat);
+        bool(body, "return_tokens_as_token_ids", false), bool(body, "stream", false), chat,
+        bool(body, "return_weight_versions", false));
   }
 
   /** A string, a list of token ids, a list of strings or a list of token-id lists. */

@@ -18,9 +18,27 @@ final class ResponseBodies {
   private static final double NEG_INF_LOGPROB = -9999.0;
 
   private final Tokenizer tokenizer;
+  private final java.util.function.LongFunction<String> versionLabels;
 
   ResponseBodies(Tokenizer tokenizer) {
+    this(tokenizer, Long::toString);
+  }
+
+  /** {@code versionLabels} names an engine weight version in {@code weight_versions} (its update's label). */
+  ResponseBodies(Tokenizer tokenizer, java.util.function.LongFunction<String> versionLabels) {
     this.tokenizer = tokenizer;
+    this.versionLabels = versionLabels;
+  }
+
+  /** vLLM's {@code weight_versions}: {@code [{"version", "start", "end"}]} over the completion's tokens. */
+  private void weightVersions(ObjectNode choice, GenerationResult r, CompletionRequest request) {
+    if (!request.weightVersions()) {
+      return;
+    }
+    ArrayNode spans = choice.putArray("weight_versions");
+    for (dev.ravel.workers.engine.VersionSpan s : r.versionSpans()) {
+      spans.addObject().put("version", versionLabels.apply(s.version())).put("start", s.start()).put("end", s.end());
+    }
   }
 
   /** The response envelope; {@code usage} is null for stream chunks. */
@@ -61,6 +79,7 @@ final class ResponseBodies {
     }
     c.put("finish_reason", r.finishReason().wireName());
     c.putNull("stop_reason");
+    weightVersions(c, r, request);
     return c;
   }
 
@@ -78,6 +97,7 @@ final class ResponseBodies {
     }
     c.put("finish_reason", r.finishReason().wireName());
     c.putNull("stop_reason");
+    weightVersions(c, r, request);
     return c;
   }
 

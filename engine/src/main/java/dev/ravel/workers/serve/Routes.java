@@ -21,18 +21,30 @@ final class Routes {
   }
 
   private final HttpServer server;
+  private final ExchangeLog log;
   private final Object lock = new Object();
   private int inFlight;
   private volatile boolean closing;
 
   Routes(HttpServer server) {
+    this(server, null);
+  }
+
+  /** As above, recording every exchange to {@code recordTo} as a JSON line when it is not null. */
+  Routes(HttpServer server, java.nio.file.Path recordTo) {
     this.server = server;
+    this.log = recordTo == null ? null : new ExchangeLog(recordTo);
     server.createContext("/", ex -> serve(ex, null, null, null));
   }
 
   /** From now on, requests are answered 503. */
   void closing() {
     closing = true;
+  }
+
+  /** Whether {@link #closing()} was called. */
+  boolean isClosing() {
+    return closing;
   }
 
   /** Waits until no exchange is in progress, at most {@code millis}; false on timeout. */
@@ -64,7 +76,11 @@ final class Routes {
     synchronized (lock) {
       inFlight++;
     }
+    ExchangeLog.Capture capture = null;
     try {
+      if (log != null) {
+        capture = log.capture(ex);
+      }
       if (closing) {
         throw ApiError.unavailable("the server is shutting down");
       }
@@ -86,6 +102,9 @@ final class Routes {
       fail(ex, ApiError.internal("internal error: " + e));
     } finally {
       ex.close();
+      if (capture != null) {
+        log.write(ex, capture);
+      }
       synchronized (lock) {
         inFlight--;
         lock.notifyAll();

@@ -89,6 +89,11 @@ public final class ServeCommand implements Callable<Integer> {
           + " traceparent, as vLLM's tracer: the client decides).")
   String traceSampler;
 
+  @Option(names = "--record-exchanges", paramLabel = "FILE",
+      description = "Append every HTTP exchange (method, path, query, trace and request-id headers, request and"
+          + " response bodies, status) to FILE as JSON lines, for checking a client against vLLM's own code.")
+  Path recordExchanges;
+
   @Option(names = "--telemetry", paramLabel = "KEY=VALUE",
       description = "Telemetry setting overriding the environment (repeatable), e.g. exporter=otlp.")
   Map<String, String> telemetry = new LinkedHashMap<>();
@@ -205,7 +210,7 @@ public final class ServeCommand implements Callable<Integer> {
         .slowRequest(c.engineSlowRequest())
         .build();
     return InferenceServer.builder().engineConfig(config).weights(w).tokenizer(tokenizer)
-        .openTelemetry(t.openTelemetry()).build();
+        .openTelemetry(t.openTelemetry()).recordExchanges(recordExchanges).build();
   }
 
   private void validate() {

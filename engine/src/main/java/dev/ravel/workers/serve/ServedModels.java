@@ -51,6 +51,11 @@ final class ServedModels {
     currentVersion = adapter.version();
   }
 
+  /** Records that the engine now serves weight version {@code version} under the base name (a native update). */
+  synchronized void updated(long version) {
+    currentVersion = version;
+  }
+
   /** Forgets {@code name}; false when it was not loaded. */
   synchronized boolean unload(String name) {
     return adapters.remove(name) != null;

@@ -83,6 +83,65 @@ final class EngineLifecycleTest {
   }
 
   @Test
+  void pause_midGenerationThenUpdateAndResume_tokensSayWhichVersionSampledThem() throws Exception {
+    FakeModel v2 = FakeModel.of(2).eosLogit(FakeModel.NEVER).forcing(7);
+    CountDownLatch inForward = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicLong calls = new AtomicLong();
+    FakeModel v1 = FakeModel.of(1).eosLogit(FakeModel.NEVER).onForward(() -> {
+      if (calls.incrementAndGet() == 10) {
+        inForward.countDown();
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    EmbeddedEngine engine = engine(config().build(), v1, OpenTelemetry.noop());
+    CompletableFuture<GenerationResult> result = engine.submit(request("keep", 4, 30, 3));
+    assertThat(inForward.await(60, TimeUnit.SECONDS)).isTrue();
+    // pause while an iteration is under way: it returns once that iteration has ended
+    CompletableFuture<Void> paused = CompletableFuture.runAsync(engine::pause);
+    engine.updateModel(v2);
+    release.countDown();
+    paused.get(60, TimeUnit.SECONDS);
+    assertThat(engine.isPaused()).isTrue();
+    assertThat(result).isNotDone();
+    assertThat(engine.snapshot().running()).isEqualTo(1);
+
+    engine.resume();
+    GenerationResult r = result.get(60, TimeUnit.SECONDS);
+
+    assertThat(r.completionTokens()).hasSize(30);
+    List<VersionSpan> spans = r.versionSpans();
+    assertThat(spans).hasSize(2);
+    assertThat(spans.get(0).version()).isEqualTo(1);
+    assertThat(spans.get(0).start()).isZero();
+    assertThat(spans.get(1).version()).isEqualTo(2);
+    assertThat(spans.get(1).start()).isEqualTo(spans.get(0).end()).isPositive();
+    assertThat(spans.get(1).end()).isEqualTo(30);
+    int[] c = r.completionTokens();
+    for (int i = spans.get(1).start(); i < 30; i++) {
+      assertThat(c[i]).as("token %d, sampled by version 2", i).isEqualTo(7);
+    }
+    assertThat(r.weightVersion()).isEqualTo(2);
+    assertThat(r.oldestWeightVersion()).isEqualTo(1);
+  }
+
+  @Test
+  void abortAll_requestsHeld_endWithAbortAndTheEngineServesOn() throws Exception {
+    EmbeddedEngine engine = engine(config().build(), FakeModel.of(1), OpenTelemetry.noop());
+    engine.pause();
+    CompletableFuture<GenerationResult> held = engine.submit(request("held", 4, 5, 1));
+    engine.abortAll();
+    assertThat(held.get(60, TimeUnit.SECONDS).finishReason()).isEqualTo(FinishReason.ABORT);
+    engine.resume();
+    assertThat(engine.submit(request("after", 4, 5, 2)).get(60, TimeUnit.SECONDS).succeeded()).isTrue();
+    assertThat(engine.awaitIdle(60_000)).isTrue();
+  }
+
+  @Test
   void updateModel_midGeneration_laterTokensComeFromTheNewVersion() {
     Telemetry telemetry = new Telemetry();
     try {

@@ -84,6 +84,15 @@ final class TestServer implements AutoCloseable {
     return json(r.body());
   }
 
+  /** GETs and returns the JSON of a 200 answer (fails otherwise, showing the body). */
+  JsonNode getJson(String path) {
+    HttpResponse<String> r = get(path);
+    if (r.statusCode() != 200) {
+      throw new AssertionError("HTTP " + r.statusCode() + ": " + r.body());
+    }
+    return json(r.body());
+  }
+
   static JsonNode json(String s) {
     try {
       return JSON.readTree(s);

@@ -47,6 +47,12 @@ public final class RavelAttributes {
   public static final AttributeKey<String> ALGORITHM_MODE = AttributeKey.stringKey("rl.mode");
   public static final AttributeKey<String> GENERATION_MODE = AttributeKey.stringKey("rl.generation.mode");
   public static final AttributeKey<Long> WEIGHT_VERSION = AttributeKey.longKey("rl.weight_version");
+  /** Bytes of weights a refit stage moved (on {@code rl.refit.transfer} and {@code rl.refit.load}). */
+  public static final AttributeKey<Long> REFIT_BYTES = AttributeKey.longKey("rl.refit.bytes");
+  /** How a refit's weights travel ({@code ravel-file}: a weights file the servers read). */
+  public static final AttributeKey<String> REFIT_TRANSPORT = AttributeKey.stringKey("rl.refit.transport");
+  /** The pause mode of a native refit ({@code wait}, {@code keep}). */
+  public static final AttributeKey<String> REFIT_PAUSE_MODE = AttributeKey.stringKey("rl.refit.pause_mode");
   public static final AttributeKey<Long> TARGET_WEIGHT_VERSION = AttributeKey.longKey("rl.target_weight_version");
   public static final AttributeKey<Long> NUM_PROMPTS = AttributeKey.longKey("rl.num_prompts");
   public static final AttributeKey<Long> NUM_REQUESTS = AttributeKey.longKey("rl.num_requests");

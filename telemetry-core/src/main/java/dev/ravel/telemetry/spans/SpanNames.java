@@ -10,6 +10,16 @@ public final class SpanNames {
   public static final String GRPO_STEP = "rl.grpo.step";
   public static final String GRPO_DATA_PROCESSING = "rl.grpo.data_processing";
   public static final String GRPO_REFIT = "rl.grpo.refit";
+  /**
+   * The stages of a generation worker's weight update over vLLM's native protocol, children of its
+   * {@code rl.worker.update_weights}: the weights written where the servers read them ({@code rl.refit.bytes}),
+   * every server paused ({@code rl.refit.pause_mode}), the update loaded (start, update, finish on every server),
+   * every server resumed.
+   */
+  public static final String REFIT_TRANSFER = "rl.refit.transfer";
+  public static final String REFIT_PAUSE = "rl.refit.pause";
+  public static final String REFIT_LOAD = "rl.refit.load";
+  public static final String REFIT_RESUME = "rl.refit.resume";
   public static final String GRPO_GENERATION = "rl.grpo.generation";
   public static final String VLLM_GENERATE = "rl.vllm.generate";
   public static final String GRPO_REWARD = "rl.grpo.reward_calculation";

@@ -34,7 +34,7 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
     if (spec.servers() != null) {
       this.backend = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
           spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir(),
-          OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio()));
+          OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio())).spans(spans());
     } else {
       EngineConfig config = EngineConfig.builder()
           .kvTokenBudget(spec.kvTokenBudget())

@@ -26,8 +26,21 @@ final class CompletionsProtocol {
 
   private CompletionsProtocol() {}
 
-  /** A parsed completion: what became of one request. */
-  record Completion(String model, int[] tokens, float[] logprobs, FinishReason finishReason) {}
+  /**
+   * A parsed completion: what became of one request.
+   *
+   * @param versions the server's {@code weight_versions} (which weight-version label sampled which tokens), empty
+   *     when it sent none
+   */
+  record Completion(String model, int[] tokens, float[] logprobs, FinishReason finishReason,
+      List<LabelledSpan> versions) {
+    Completion(String model, int[] tokens, float[] logprobs, FinishReason finishReason) {
+      this(model, tokens, logprobs, finishReason, List.of());
+    }
+  }
+
+  /** One of vLLM's {@code weight_versions}: output tokens {@code [start, end)} were sampled by weights {@code label}. */
+  record LabelledSpan(String label, int start, int end) {}
 
   /**
    * The body of {@code POST /v1/completions} for {@code n} samples of {@code request}'s prompt (sample i
@@ -53,6 +66,8 @@ final class CompletionsProtocol {
     body.put("logprobs", 0);
     body.put("return_tokens_as_token_ids", true);
     body.put("stream", false);
+    // vLLM 0.33: each choice says which weight version sampled which tokens (older servers ignore the field)
+    body.put("return_weight_versions", true);
     try {
       return JSON.writeValueAsBytes(body);
     } catch (JsonProcessingException e) {
@@ -121,7 +136,33 @@ final class CompletionsProtocol {
       case "abort" -> FinishReason.ABORT;
       default -> throw new MalformedResponseException("unknown finish_reason '" + reason + "'");
     };
-    return new Completion(root.path("model").asText(""), ids, logprobs, finish);
+    return new Completion(root.path("model").asText(""), ids, logprobs, finish, versions(choice, ids.length));
+  }
+
+  private static List<LabelledSpan> versions(JsonNode choice, int tokens) {
+    JsonNode spans = choice.path("weight_versions");
+    if (spans.isMissingNode() || spans.isNull()) {
+      return List.of();
+    }
+    if (!spans.isArray()) {
+      throw new MalformedResponseException("weight_versions is not a list: " + spans);
+    }
+    List<LabelledSpan> out = new java.util.ArrayList<>(spans.size());
+    int next = 0;
+    for (JsonNode s : spans) {
+      int start = s.path("start").asInt(-1);
+      int end = s.path("end").asInt(-1);
+      if (!s.path("version").isTextual() || start != next || end <= start || end > tokens) {
+        throw new MalformedResponseException("weight_versions entry " + s + " does not continue the spans over the "
+            + tokens + " tokens (expected start " + next + ")");
+      }
+      out.add(new LabelledSpan(s.path("version").asText(), start, end));
+      next = end;
+    }
+    if (next != tokens && !out.isEmpty()) {
+      throw new MalformedResponseException("weight_versions cover " + next + " of " + tokens + " tokens");
+    }
+    return out;
   }
 
   private static int tokenId(JsonNode token, int index) {

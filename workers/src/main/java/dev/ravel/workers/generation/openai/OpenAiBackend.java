@@ -57,6 +57,11 @@ public final class OpenAiBackend implements GenerationBackend {
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
   private volatile Served served;
   private boolean closed;
+  /** The stage spans of a refit ({@code rl.refit.*}, group refit); no-op until {@link #spans(Spans)}. */
+  private volatile dev.ravel.telemetry.spans.Spans spans = dev.ravel.telemetry.spans.Spans.noop();
+  /** Held while a native refit pauses the servers ({@code wait}): this worker's new requests wait for it. */
+  private final java.util.concurrent.locks.ReentrantReadWriteLock refitGate =
+      new java.util.concurrent.locks.ReentrantReadWriteLock(true);
 
   private final ExecutorService httpExecutor;
   private final MetricsScraper scraper;
@@ -156,6 +161,14 @@ public final class OpenAiBackend implements GenerationBackend {
         initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
         new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
+    if (spec.refit() && spec.nativeSync()) {
+      try {
+        backend.initWeightTransfer();
+      } catch (RuntimeException e) {
+        backend.close();
+        throw e;
+      }
+    }
     return backend;
   }
 
@@ -256,8 +269,25 @@ public final class OpenAiBackend implements GenerationBackend {
 
   private CompletableFuture<List<GenerationResult>> send(List<GenerationRequest> group, Served s) {
     ServerClient c = clients.get(Math.floorMod(next.getAndIncrement(), clients.size()));
-    return c.complete(group, s.model(), s.version());
+    // a refit that pauses the servers (mode wait) holds the gate: requests wait here rather than being refused;
+    // the version is read after the gate, so a request sent after a refit names the new weights
+    refitGate.readLock().lock();
+    try {
+      Served now = served;
+      return c.complete(group, now.model(), now.version());
+    } finally {
+      refitGate.readLock().unlock();
+    }
   }
+
+  /** Where the stage spans of each refit go (the worker's own {@link dev.ravel.telemetry.spans.Spans}). */
+  public OpenAiBackend spans(dev.ravel.telemetry.spans.Spans s) {
+    this.spans = s == null ? dev.ravel.telemetry.spans.Spans.noop() : s;
+    return this;
+  }
+
+  /** What a native refit writes in {@code init_info}: the transport Ravel's CPU path speaks. */
+  static final Map<String, Object> INIT_INFO = Map.of("transport", "ravel-file");
 
   /**
    * {@code requests} cut into runs that one request with {@code n} choices reproduces exactly, as a server
@@ -297,9 +327,30 @@ public final class OpenAiBackend implements GenerationBackend {
   }
 
   /**
-   * Loads {@code weights} into every server as adapter {@code <model>-v<version>} and sends later requests
-   * under that name; returns once every server lists it in {@code /v1/models}. With refit off, only the
-   * version results are labelled with changes.
+   * vLLM's {@code POST /init_weight_transfer_engine} on every server, with Ravel's transport: a server whose
+   * transfer engine speaks another (vLLM's NCCL engine, whose sender is a GPU trainer) refuses it here, at start.
+   */
+  private void initWeightTransfer() {
+    for (ServerClient c : clients) {
+      try {
+        c.initWeightTransfer(INIT_INFO);
+      } catch (IllegalStateException e) {
+        throw new IllegalStateException(c.baseUrl() + " refused Ravel's weight transfer (" + e.getMessage()
+            + "). generation.weight_sync: native needs a server that reads weights files (ravel serve, or vLLM with"
+            + " a weight-transfer engine for transport 'ravel-file'); use generation.weight_sync: lora for a"
+            + " server with runtime LoRA updating, or generation.refit: false", e);
+      }
+    }
+  }
+
+  /**
+   * Makes every server serve {@code weights} and sends later requests under them. Native ({@code
+   * generation.weight_sync: native}, the default): vLLM's weight-update protocol on every server, stage by stage,
+   * {@code pause} ({@code wait}: requests in flight finish first and this worker's new ones wait; {@code keep} with
+   * in-flight updates), {@code start_weight_update}, {@code update_weights} naming the weights file,
+   * {@code finish_weight_update} with the version, {@code resume} (also after a failure, so that no server is
+   * left paused). LoRA: loaded as adapter {@code <model>-<tag>-v<version>}, confirmed in {@code /v1/models}.
+   * With refit off, only the version results are labelled with changes.
    *
    * @throws IllegalStateException with the server's URL and message when a server refuses
    */
@@ -310,6 +361,9 @@ public final class OpenAiBackend implements GenerationBackend {
     if (!spec.refit()) {
       served = new Served(served.model(), version);
       return version; // the servers keep their weights: only the label changes
+    }
+    if (spec.nativeSync()) {
+      return nativeUpdate(weights);
     }
     String name = adapterName(version);
     Path file = WeightsFile.write(weightsDir.resolve("weights-v" + version + ".bin"), weights);
@@ -352,6 +406,88 @@ public final class OpenAiBackend implements GenerationBackend {
       deleteQuietly(weightsDir.resolve("weights-v" + old + ".bin"));
     }
     return version; // every server lists the adapter of this version in /v1/models (checked above)
+  }
+
+  private long nativeUpdate(ModelWeights weights) {
+    long version = weights.version();
+    String mode = spec.pauseMode();
+    boolean gate = !"keep".equals(mode);
+    Path file;
+    long bytes;
+    String digest;
+    try (var s = spans.start(dev.ravel.telemetry.config.SpanGroup.REFIT, dev.ravel.telemetry.spans.SpanNames.REFIT_TRANSFER)) {
+      file = WeightsFile.write(weightsDir.resolve("weights-v" + version + ".bin"), weights);
+      byte[] content;
+      try {
+        content = Files.readAllBytes(file);
+      } catch (IOException e) {
+        throw new IllegalStateException("cannot read back the weights file " + file + ": " + e.getMessage(), e);
+      }
+      bytes = content.length;
+      digest = sha256(content);
+      s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_BYTES, bytes);
+      s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_TRANSPORT, "ravel-file");
+    }
+    Map<String, Object> updateInfo = Map.of("path", file.toString(), "sha256", digest, "bytes", bytes);
+    if (gate) {
+      refitGate.writeLock().lock();
+    }
+    boolean paused = false;
+    try {
+      try (var s = spans.start(dev.ravel.telemetry.config.SpanGroup.REFIT, dev.ravel.telemetry.spans.SpanNames.REFIT_PAUSE)) {
+        s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_PAUSE_MODE, mode);
+        paused = true; // from here on, resume every server whatever happens
+        onEveryServer("pause (mode " + mode + ")", c -> c.pause(mode));
+      }
+      try (var s = spans.start(dev.ravel.telemetry.config.SpanGroup.REFIT, dev.ravel.telemetry.spans.SpanNames.REFIT_LOAD)) {
+        s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_BYTES, bytes * clients.size());
+        s.set(dev.ravel.telemetry.spans.RavelAttributes.WEIGHT_VERSION, version);
+        onEveryServer("start_weight_update", ServerClient::startWeightUpdate);
+        onEveryServer("update_weights", c -> c.updateWeights(updateInfo));
+        onEveryServer("finish_weight_update", c -> c.finishWeightUpdate(Long.toString(version)));
+      }
+      served = new Served(modelName, version);
+    } finally {
+      try {
+        if (paused) {
+          try (var s = spans.start(dev.ravel.telemetry.config.SpanGroup.REFIT, dev.ravel.telemetry.spans.SpanNames.REFIT_RESUME)) {
+            onEveryServer("resume", ServerClient::resume);
+          }
+        }
+      } finally {
+        if (gate) {
+          refitGate.writeLock().unlock();
+        }
+      }
+    }
+    // the file of the version before stays: a server could still be reading it only if its update failed
+    loadedVersions.addLast(version);
+    while (loadedVersions.size() > 2) {
+      deleteQuietly(weightsDir.resolve("weights-v" + loadedVersions.removeFirst() + ".bin"));
+    }
+    return version;
+  }
+
+  /** Runs {@code call} on every server at once; the first failure, named by stage and server, once all are done. */
+  private void onEveryServer(String stage, java.util.function.Consumer<ServerClient> call) {
+    List<CompletableFuture<Void>> calls = new ArrayList<>();
+    for (ServerClient c : clients) {
+      calls.add(CompletableFuture.runAsync(() -> call.accept(c), httpExecutor));
+    }
+    try {
+      CompletableFuture.allOf(calls.toArray(CompletableFuture[]::new)).join();
+    } catch (java.util.concurrent.CompletionException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      throw new IllegalStateException("weight update, " + stage + ": " + cause.getMessage(), cause);
+    }
+  }
+
+  static String sha256(byte[] content) {
+    try {
+      return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(content));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   private String adapterName(long version) {

@@ -25,17 +25,46 @@ import java.util.List;
  * @param serverHeapMb the launched {@code ravel serve} JVM's heap
  * @param adapterTag what names this run's weight adapters apart from any other run's on a shared server
  *     ({@code <model>-<tag>-v<version>}; empty: {@code <model>-v<version>})
+ * @param weightSync how new weights reach the servers: {@link #SYNC_NATIVE} (vLLM's weight-update protocol) or
+ *     {@link #SYNC_LORA} (vLLM's runtime LoRA routes)
+ * @param inflightUpdates with the native protocol, whether requests in flight go on under the new weights
+ *     ({@code pause?mode=keep}) instead of finishing first ({@code pause?mode=wait})
  */
 public record ServerBackendSpec(List<String> servers, String launch, String launchCommand, Duration connectTimeout,
     Duration requestTimeout, int maxInFlight, boolean refit, Duration launchTimeout, int serverHeapMb,
-    String adapterTag) implements Serializable {
+    String adapterTag, String weightSync, boolean inflightUpdates) implements Serializable {
 
   /** The only value {@code generation.launch} takes. */
   public static final String LAUNCH_RAVEL = "ravel";
+  /** {@code generation.weight_sync: native}: pause, start, update, finish, resume (vLLM's RL routes). */
+  public static final String SYNC_NATIVE = "native";
+  /** {@code generation.weight_sync: lora}: vLLM's runtime LoRA load/unload routes, one adapter per version. */
+  public static final String SYNC_LORA = "lora";
+  /** The values {@code generation.weight_sync} takes. */
+  public static final List<String> WEIGHT_SYNCS = List.of(SYNC_NATIVE, SYNC_LORA);
+
+  /** Whether new weights go through vLLM's native weight-update protocol. */
+  public boolean nativeSync() {
+    return SYNC_NATIVE.equals(weightSync);
+  }
+
+  /** The pause mode of a native refit: {@code keep} with in-flight updates, {@code wait} otherwise. */
+  public String pauseMode() {
+    return inflightUpdates ? "keep" : "wait";
+  }
 
   public ServerBackendSpec {
     servers = List.copyOf(servers);
     adapterTag = adapterTag == null ? "" : adapterTag;
+    weightSync = weightSync == null ? SYNC_NATIVE : weightSync;
+    if (!WEIGHT_SYNCS.contains(weightSync)) {
+      throw new ConfigException("weight_sync", "unknown value '" + weightSync + "' (valid: "
+          + String.join(", ", WEIGHT_SYNCS) + ")");
+    }
+    if (inflightUpdates && !SYNC_NATIVE.equals(weightSync)) {
+      throw new ConfigException("inflight_updates", "needs weight_sync: native (the LoRA routes cannot change the"
+          + " weights of requests in flight)");
+    }
     if (!adapterTag.matches("[A-Za-z0-9._-]*")) {
       throw new IllegalArgumentException("adapterTag: letters, digits, '.', '_' and '-' only, got '" + adapterTag + "'");
     }
@@ -47,7 +76,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
    */
   public ServerBackendSpec withAdapterTag(String tag) {
     return new ServerBackendSpec(servers, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb, tag);
+        launchTimeout, serverHeapMb, tag, weightSync, inflightUpdates);
   }
 
   /** The adapter name of weight version {@code version} of model {@code model}. */
@@ -63,7 +92,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
   /** This spec with only {@code subset} of the servers (a worker's share). */
   public ServerBackendSpec withServers(List<String> subset) {
     return new ServerBackendSpec(subset, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb, adapterTag);
+        launchTimeout, serverHeapMb, adapterTag, weightSync, inflightUpdates);
   }
 
   /**
@@ -100,8 +129,22 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
     private boolean refit = true;
     private Duration launchTimeout = Duration.ofSeconds(60);
     private int serverHeapMb = 256;
+    private String weightSync = SYNC_NATIVE;
+    private boolean inflightUpdates;
 
     private Builder() {}
+
+    /** {@link #SYNC_NATIVE} (default) or {@link #SYNC_LORA}. */
+    public Builder weightSync(String v) {
+      this.weightSync = v == null ? SYNC_NATIVE : v.trim();
+      return this;
+    }
+
+    /** Requests in flight go on under the new weights (native protocol, {@code pause?mode=keep}). */
+    public Builder inflightUpdates(boolean v) {
+      this.inflightUpdates = v;
+      return this;
+    }
 
     public Builder servers(List<String> v) {
       this.servers = v == null ? List.of() : v;
@@ -185,7 +228,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
         throw new ConfigException("server_heap_mb", "must be at least 64, got " + serverHeapMb);
       }
       return new ServerBackendSpec(urls, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-          launchTimeout, serverHeapMb, "");
+          launchTimeout, serverHeapMb, "", weightSync, inflightUpdates);
     }
 
     private static void positive(String key, Duration d) {

@@ -59,6 +59,8 @@ final class ServerClient {
   private final Duration requestTimeout;
   private final Tracer tracer;
   private final LongSupplier clock;
+  /** Completions sent again after a 503 (a server paused for a weight update); for tests and logs. */
+  private volatile long retried503;
 
   /**
    * @param senders where requests are sent and awaited, one thread each (at most {@code maxInFlight} at once)
@@ -151,8 +153,19 @@ final class ServerClient {
   private List<GenerationResult> exchange(Exchange x, HttpRequest httpRequest) {
     long start = clock.getAsLong();
     HttpResponse<byte[]> response;
+    long deadline = System.nanoTime() + requestTimeout.toNanos();
+    long backoffMs = 20;
     try {
-      response = http.send(httpRequest, HttpResponse.BodyHandlers.ofByteArray());
+      while (true) {
+        response = http.send(httpRequest, HttpResponse.BodyHandlers.ofByteArray());
+        // 503 while a server is paused for a weight update (vLLM's RetryableRequestError): safe to send again
+        if (response.statusCode() != 503 || System.nanoTime() + backoffMs * 1_000_000L > deadline) {
+          break;
+        }
+        retried503++;
+        Thread.sleep(backoffMs);
+        backoffMs = Math.min(1000, backoffMs * 2);
+      }
     } catch (IOException e) {
       return failed(x, start, 0, e.getClass().getName(), describe(e));
     } catch (InterruptedException e) {
@@ -189,10 +202,43 @@ final class ServerClient {
     return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
   }
 
+  /** Completions sent again after a server answered 503 (paused for a weight update). */
+  long retried503() {
+    return retried503;
+  }
+
+  /**
+   * The server's weight versions of a completion as Ravel versions: each label read as a number (Ravel labels a
+   * version by its number), {@code expected} for a label that is not one (a server that never had an update
+   * labels its weights {@code default}).
+   */
+  static List<dev.ravel.workers.engine.VersionSpan> versionSpans(CompletionsProtocol.Completion c, long expected) {
+    List<dev.ravel.workers.engine.VersionSpan> out = new ArrayList<>(c.versions().size());
+    for (CompletionsProtocol.LabelledSpan s : c.versions()) {
+      long v;
+      try {
+        v = Long.parseLong(s.label());
+      } catch (NumberFormatException e) {
+        v = expected;
+      }
+      if (!out.isEmpty() && out.get(out.size() - 1).version() == v) {
+        var last = out.remove(out.size() - 1);
+        out.add(new dev.ravel.workers.engine.VersionSpan(v, last.start(), s.end()));
+      } else {
+        out.add(new dev.ravel.workers.engine.VersionSpan(v, s.start(), s.end()));
+      }
+    }
+    if (out.isEmpty() && c.tokens().length > 0) {
+      out.add(new dev.ravel.workers.engine.VersionSpan(expected, 0, c.tokens().length));
+    }
+    return out;
+  }
+
   private GenerationResult result(GenerationRequest request, CompletionsProtocol.Completion c, long version,
       long start) {
     long finish = Math.max(start, clock.getAsLong());
     int[] prompt = request.promptTokens();
+    List<dev.ravel.workers.engine.VersionSpan> spans = versionSpans(c, version);
     RequestStats stats = RequestStats.builder()
         .arrivalEpochNanos(start)
         .finishEpochNanos(finish)
@@ -205,7 +251,8 @@ final class ServerClient {
         .completionTokens(c.tokens())
         .logprobs(c.logprobs())
         .finishReason(c.finishReason())
-        .weightVersion(c.tokens().length == 0 ? GenerationResult.NO_VERSION : version)
+        .weightVersion(spans.isEmpty() ? GenerationResult.NO_VERSION : spans.get(spans.size() - 1).version())
+        .versionSpans(spans)
         .stats(stats)
         .build();
   }
@@ -289,6 +336,41 @@ final class ServerClient {
   /** vLLM's {@code POST /v1/unload_lora_adapter}. */
   void unloadAdapter(String name) {
     send("POST", "/v1/unload_lora_adapter", Map.of("lora_name", name));
+  }
+
+  /** vLLM's {@code POST /init_weight_transfer_engine {"init_info": ...}}. */
+  void initWeightTransfer(Map<String, Object> initInfo) {
+    send("POST", "/init_weight_transfer_engine", Map.of("init_info", initInfo));
+  }
+
+  /** vLLM's {@code POST /pause?mode=<mode>&clear_cache=false}: returns once the server has paused. */
+  void pause(String mode) {
+    send("POST", "/pause?mode=" + mode + "&clear_cache=false", null);
+  }
+
+  /** vLLM's {@code POST /resume}. */
+  void resume() {
+    send("POST", "/resume", null);
+  }
+
+  /** vLLM's {@code POST /start_weight_update}. */
+  void startWeightUpdate() {
+    send("POST", "/start_weight_update", null);
+  }
+
+  /** vLLM's {@code POST /update_weights {"update_info": ...}}. */
+  void updateWeights(Map<String, Object> updateInfo) {
+    send("POST", "/update_weights", Map.of("update_info", updateInfo));
+  }
+
+  /** vLLM's {@code POST /finish_weight_update {"weight_version": ...}}. */
+  void finishWeightUpdate(String weightVersion) {
+    send("POST", "/finish_weight_update", Map.of("weight_version", weightVersion));
+  }
+
+  /** vLLM's {@code GET /weight_info}: the label of the weights the server serves. */
+  String weightVersion() {
+    return json(send("GET", "/weight_info", null)).path("weight_version").asText();
   }
 
   /** The Prometheus text of {@code GET /metrics}. */

@@ -1,0 +1,93 @@
+package dev.ravel.workers.serve;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code ravel serve --record-exchanges FILE}: every exchange as one JSON line {@code {"method", "path", "query",
+ * "headers", "body", "status", "response"}} (headers: only {@code content-type}, {@code x-request-id},
+ * {@code traceparent}, {@code tracestate}; bodies as text), in the order the exchanges end. A contract check
+ * replays the requests through vLLM's own app and renders the answers through vLLM's own code. Nothing secret
+ * passes here (no authorization header is kept). A write that fails is logged once and recording stops.
+ */
+final class ExchangeLog {
+  private static final Logger LOG = LoggerFactory.getLogger(ExchangeLog.class);
+  private static final List<String> HEADERS = List.of("content-type", "x-request-id", "traceparent", "tracestate");
+
+  private final Path file;
+  private volatile boolean failed;
+
+  ExchangeLog(Path file) {
+    this.file = file;
+  }
+
+  /** What one exchange read and wrote. */
+  static final class Capture {
+    final byte[] request;
+    final ByteArrayOutputStream response = new ByteArrayOutputStream();
+
+    Capture(byte[] request) {
+      this.request = request;
+    }
+  }
+
+  /** Reads the request body (handing the handler a copy) and tees the response body. */
+  Capture capture(HttpExchange ex) throws IOException {
+    Capture c = new Capture(ex.getRequestBody().readAllBytes());
+    OutputStream out = ex.getResponseBody();
+    ex.setStreams(new ByteArrayInputStream(c.request), new FilterOutputStream(out) {
+      @Override
+      public void write(int b) throws IOException {
+        out.write(b);
+        c.response.write(b);
+      }
+
+      @Override
+      public void write(byte[] b, int off, int len) throws IOException {
+        out.write(b, off, len);
+        c.response.write(b, off, len);
+      }
+    });
+    return c;
+  }
+
+  synchronized void write(HttpExchange ex, Capture c) {
+    if (failed) {
+      return;
+    }
+    ObjectNode line = Responses.JSON.createObjectNode();
+    line.put("method", ex.getRequestMethod());
+    line.put("path", ex.getRequestURI().getPath());
+    String q = ex.getRequestURI().getRawQuery();
+    line.put("query", q == null ? "" : q);
+    ObjectNode headers = line.putObject("headers");
+    for (String h : HEADERS) {
+      String v = ex.getRequestHeaders().getFirst(h);
+      if (v != null) {
+        headers.put(h, v);
+      }
+    }
+    line.put("body", new String(c.request, StandardCharsets.UTF_8));
+    line.put("status", ex.getResponseCode());
+    line.put("response", c.response.toString(StandardCharsets.UTF_8));
+    try {
+      Files.write(file, (Responses.JSON.writeValueAsString(line) + "\n").getBytes(StandardCharsets.UTF_8),
+          StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
+    } catch (IOException e) {
+      failed = true;
+      LOG.warn("recording exchanges to {} stopped: {}", file, e.toString());
+    }
+  }
+}
