@@ -366,17 +366,25 @@ public final class OpenAiBackend implements GenerationBackend {
       return nativeUpdate(weights);
     }
     String name = adapterName(version);
-    Path file = WeightsFile.write(weightsDir.resolve("weights-v" + version + ".bin"), weights);
+    Path file = digestNamed(WeightsFile.write(weightsDir.resolve("weights-v" + version + ".bin"), weights), version);
+    String digestTag = file.getFileName().toString();
     List<CompletableFuture<Void>> loads = new ArrayList<>();
     for (ServerClient c : clients) {
       loads.add(CompletableFuture.runAsync(() -> {
         try {
           c.loadAdapter(name, file.toString());
         } catch (IllegalStateException refused) {
-          // a server shared with another worker of this run attempt (the name is the attempt's own): it may have
-          // loaded this version, the same weights, already; any other refusal fails the refit
-          if (!c.models().contains(name)) {
+          // a server shared with another worker of this run attempt (the name is the attempt's own) may have loaded
+          // this version already: fine when it holds the same weights (its file is named by the same digest); a
+          // name taken by other weights, or any other refusal, fails the refit
+          String root = c.modelRoots().get(name);
+          if (root == null) {
             throw refused;
+          }
+          if (!Path.of(root).getFileName().toString().equals(digestTag)) {
+            throw new IllegalStateException(c.baseUrl() + " already serves adapter " + name + " with other weights"
+                + " (loaded from " + root + ", this version's file is " + digestTag + "): refusing to train against"
+                + " weights that are not this run's", refused);
           }
         }
         if (!c.models().contains(name)) {
@@ -403,7 +411,7 @@ public final class OpenAiBackend implements GenerationBackend {
           LOG.warn("could not unload adapter {}: {}", adapterName(old), e.getMessage());
         }
       }
-      deleteQuietly(weightsDir.resolve("weights-v" + old + ".bin"));
+      deleteVersionFiles(old);
     }
     return version; // every server lists the adapter of this version in /v1/models (checked above)
   }
@@ -463,7 +471,7 @@ public final class OpenAiBackend implements GenerationBackend {
     // the file of the version before stays: a server could still be reading it only if its update failed
     loadedVersions.addLast(version);
     while (loadedVersions.size() > 2) {
-      deleteQuietly(weightsDir.resolve("weights-v" + loadedVersions.removeFirst() + ".bin"));
+      deleteVersionFiles(loadedVersions.removeFirst());
     }
     return version;
   }
@@ -479,6 +487,32 @@ public final class OpenAiBackend implements GenerationBackend {
     } catch (java.util.concurrent.CompletionException e) {
       Throwable cause = e.getCause() == null ? e : e.getCause();
       throw new IllegalStateException("weight update, " + stage + ": " + cause.getMessage(), cause);
+    }
+  }
+
+  /**
+   * {@code file} renamed {@code weights-v<version>-<first 16 hex digits of its SHA-256>.bin}: its name says which
+   * weights it holds, so that a server's record of where an adapter came from tells its weights apart.
+   */
+  private static Path digestNamed(Path file, long version) {
+    try {
+      String digest = sha256(Files.readAllBytes(file)).substring(0, 16);
+      return Files.move(file, file.resolveSibling("weights-v" + version + "-" + digest + ".bin"),
+          java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot name the weights file " + file + " by its digest: " + e.getMessage(), e);
+    }
+  }
+
+  /** Deletes the weight files of {@code version} (named by version, with or without a digest). */
+  private void deleteVersionFiles(long version) {
+    try (Stream<Path> files = Files.list(weightsDir)) {
+      files.filter(f -> {
+        String n = f.getFileName().toString();
+        return n.equals("weights-v" + version + ".bin") || n.startsWith("weights-v" + version + "-");
+      }).forEach(OpenAiBackend::deleteQuietly);
+    } catch (IOException e) {
+      LOG.debug("could not list {}: {}", weightsDir, e.toString());
     }
   }
 

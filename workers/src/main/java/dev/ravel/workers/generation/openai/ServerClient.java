@@ -328,6 +328,14 @@ final class ServerClient {
     return ids;
   }
 
+  /** The ids of {@code GET /v1/models} with each one's {@code root} (for an adapter, the path it was loaded from). */
+  Map<String, String> modelRoots() {
+    JsonNode root = json(send("GET", "/v1/models", null));
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    root.path("data").forEach(m -> out.put(m.path("id").asText(), m.path("root").asText("")));
+    return out;
+  }
+
   /** vLLM's {@code POST /v1/load_lora_adapter}: loads the weights at {@code path} as adapter {@code name}. */
   void loadAdapter(String name, String path) {
     send("POST", "/v1/load_lora_adapter", Map.of("lora_name", name, "lora_path", path));

@@ -58,6 +58,7 @@ class OpenAiBackendTest {
   private final List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
   private final List<String> adminCalls = new CopyOnWriteArrayList<>();
   private final Map<String, String> adapters = new ConcurrentHashMap<>();
+  private final List<JsonNode> updates = new CopyOnWriteArrayList<>();
   private final AtomicInteger concurrent = new AtomicInteger();
   private final AtomicInteger peak = new AtomicInteger();
   private volatile Responder completions = OpenAiBackendTest::echoFirstPromptToken;
@@ -92,9 +93,38 @@ class OpenAiBackendTest {
       adapters.remove(b.get("lora_name").asText());
       reply(ex, 200, "Success");
     });
+    // vLLM's native weight-update routes (its RL API): recorded in order
+    server.createContext("/init_weight_transfer_engine", ex -> {
+      JsonNode b = JSON.readTree(ex.getRequestBody());
+      adminCalls.add("init " + b.get("init_info").path("transport").asText());
+      reply(ex, 200, "{\"message\":\"Weight transfer initialized\"}");
+    });
+    server.createContext("/pause", ex -> {
+      adminCalls.add("pause " + ex.getRequestURI().getQuery());
+      reply(ex, 200, "{\"status\":\"paused\"}");
+    });
+    server.createContext("/resume", ex -> {
+      adminCalls.add("resume");
+      reply(ex, 200, "{\"status\":\"resumed\"}");
+    });
+    server.createContext("/start_weight_update", ex -> {
+      adminCalls.add("start");
+      reply(ex, 200, "{\"message\":\"Weight update started\"}");
+    });
+    server.createContext("/update_weights", ex -> {
+      JsonNode info = JSON.readTree(ex.getRequestBody()).get("update_info");
+      updates.add(info);
+      adminCalls.add("update");
+      reply(ex, 200, "{\"message\":\"Weights updated\"}");
+    });
+    server.createContext("/finish_weight_update", ex -> {
+      adminCalls.add("finish " + JSON.readTree(ex.getRequestBody()).get("weight_version").asText());
+      reply(ex, 200, "{\"message\":\"Weight update finished\"}");
+    });
     server.createContext("/v1/models", ex -> {
       StringBuilder data = new StringBuilder("{\"id\":\"ravel-tiny\"}");
-      adapters.keySet().forEach(a -> data.append(",{\"id\":\"").append(a).append("\"}"));
+      adapters.forEach((a, root) -> data.append(",{\"id\":\"").append(a).append("\",\"root\":\"").append(root)
+          .append("\"}"));
       reply(ex, 200, "{\"object\":\"list\",\"data\":[" + data + "]}");
     });
     server.start();
@@ -161,6 +191,10 @@ class OpenAiBackendTest {
 
   private ServerBackendSpec.Builder given() {
     return ServerBackendSpec.builder().servers(List.of(url));
+  }
+
+  private ServerBackendSpec.Builder lora() {
+    return given().weightSync(ServerBackendSpec.SYNC_LORA);
   }
 
   /** A request whose stand-in completion is {@code firstToken} then EOS (its seed is a multiple of 3). */
@@ -359,7 +393,7 @@ class OpenAiBackendTest {
 
   @Test
   void updateWeights_loadsAnAdapterPerVersionRequestsUnderItAndKeepsOnlyTheLastTwo() {
-    backend(given());
+    backend(lora());
 
     for (long v = 2; v <= 4; v++) {
       backend.updateWeights(WEIGHTS.withVersion(v));
@@ -375,11 +409,11 @@ class OpenAiBackendTest {
 
   @Test
   void updateWeights_twoRunsOnOneServer_eachLoadsAndRequestsItsOwnAdapters() {
-    OpenAiBackend first = OpenAiBackend.start(given().build().withAdapterTag("run-a-1"), "ravel-tiny", WEIGHTS, 4096,
+    OpenAiBackend first = OpenAiBackend.start(lora().build().withAdapterTag("run-a-1"), "ravel-tiny", WEIGHTS, 4096,
         64, otel, dir);
     try {
       first.updateWeights(WEIGHTS.withVersion(2));
-      backend = OpenAiBackend.start(given().build().withAdapterTag("run-b-1"), "ravel-tiny", WEIGHTS, 4096, 64, otel,
+      backend = OpenAiBackend.start(lora().build().withAdapterTag("run-b-1"), "ravel-tiny", WEIGHTS, 4096, 64, otel,
           dir);
 
       backend.updateWeights(WEIGHTS.withVersion(2)); // the same version number: another run's weights
@@ -401,10 +435,10 @@ class OpenAiBackendTest {
 
   @Test
   void updateWeights_aServerSharedWithAnotherWorkerThatLoadedTheVersion_isFine() {
-    OpenAiBackend other = OpenAiBackend.start(given().build(), "ravel-tiny", WEIGHTS, 4096, 64, otel, dir);
+    OpenAiBackend other = OpenAiBackend.start(lora().build(), "ravel-tiny", WEIGHTS, 4096, 64, otel, dir);
     try {
       other.updateWeights(WEIGHTS.withVersion(2));
-      backend(given());
+      backend(lora());
 
       backend.updateWeights(WEIGHTS.withVersion(2));
       GenerationResult r = backend.generate(request("r1", 3, null));
@@ -414,6 +448,118 @@ class OpenAiBackendTest {
     } finally {
       other.close();
     }
+  }
+
+  @Test
+  void updateWeights_native_pausesStartsUpdatesFinishesAndResumesInVllmsOrderWithStageSpans() throws IOException {
+    backend(given()).spans(dev.ravel.telemetry.spans.Spans.create(otel,
+        java.util.EnumSet.allOf(dev.ravel.telemetry.config.SpanGroup.class)));
+
+    backend.updateWeights(WEIGHTS.withVersion(2));
+    GenerationResult r = backend.generate(request("r1", 3, null));
+
+    assertThat(adminCalls).containsExactly("init ravel-file", "pause mode=wait&clear_cache=false", "start", "update",
+        "finish 2", "resume");
+    JsonNode info = updates.get(0);
+    Path file = Path.of(info.get("path").asText());
+    byte[] bytes = java.nio.file.Files.readAllBytes(file);
+    assertThat(info.get("sha256").asText()).isEqualTo(OpenAiBackend.sha256(bytes));
+    assertThat(info.get("bytes").asLong()).isEqualTo(bytes.length);
+    assertThat(WeightsFile.read(file).version()).isEqualTo(2);
+    // requests name the base model: the server's weights changed under it
+    assertThat(seen.get(seen.size() - 1).get("model")).isEqualTo("ravel-tiny");
+    assertThat(r.weightVersion()).isEqualTo(2);
+    List<String> stages = spans.getFinishedSpanItems().stream().map(SpanData::getName)
+        .filter(n -> n.startsWith("rl.refit.")).toList();
+    assertThat(stages).containsExactly(SpanNames.REFIT_TRANSFER, SpanNames.REFIT_PAUSE, SpanNames.REFIT_LOAD,
+        SpanNames.REFIT_RESUME);
+    SpanData transfer = spans.getFinishedSpanItems().stream()
+        .filter(sp -> sp.getName().equals(SpanNames.REFIT_TRANSFER)).findFirst().orElseThrow();
+    assertThat(transfer.getAttributes().get(RavelAttributes.REFIT_BYTES)).isEqualTo(bytes.length);
+  }
+
+  @Test
+  void updateWeights_inflightUpdates_pausesToKeep() {
+    backend(given().inflightUpdates(true));
+
+    backend.updateWeights(WEIGHTS.withVersion(3));
+
+    assertThat(adminCalls).containsExactly("init ravel-file", "pause mode=keep&clear_cache=false", "start", "update",
+        "finish 3", "resume");
+  }
+
+  @Test
+  void updateWeights_nativeUpdateRefused_namesTheStageAndTheServersMessageAndStillResumes() {
+    server.removeContext("/update_weights");
+    server.createContext("/update_weights", ex -> reply(ex, 400,
+        "{\"error\":{\"message\":\"Invalid update_info for NCCLWeightTransferEngine\",\"code\":400}}"));
+    backend(given());
+
+    assertThatThrownBy(() -> backend.updateWeights(WEIGHTS.withVersion(2)))
+        .hasMessageContaining("update_weights").hasMessageContaining("HTTP 400")
+        .hasMessageContaining("Invalid update_info for NCCLWeightTransferEngine");
+    assertThat(adminCalls).last().isEqualTo("resume");
+  }
+
+  @Test
+  void start_nativeAgainstAServerWithoutRavelsTransport_failsAtStartNamingTheWayOut() {
+    server.removeContext("/init_weight_transfer_engine");
+    server.createContext("/init_weight_transfer_engine", ex -> reply(ex, 400,
+        "{\"error\":{\"message\":\"Invalid init_info for NCCLWeightTransferEngine: unexpected keyword argument"
+            + " 'transport'\",\"code\":400}}"));
+
+    assertThatThrownBy(() -> backend(given()))
+        .hasMessageContaining(url).hasMessageContaining("refused Ravel's weight transfer")
+        .hasMessageContaining("unexpected keyword argument 'transport'")
+        .hasMessageContaining("generation.weight_sync: lora");
+  }
+
+  @Test
+  void updateWeights_loraNameTakenByOtherWeights_failsLoudly() {
+    adapters.put("ravel-tiny-v2", "/elsewhere/weights-v2-0123456789abcdef.bin");
+    backend(lora());
+
+    assertThatThrownBy(() -> backend.updateWeights(WEIGHTS.withVersion(2)))
+        .hasMessageContaining("already serves adapter ravel-tiny-v2 with other weights")
+        .hasMessageContaining("/elsewhere/weights-v2-0123456789abcdef.bin");
+  }
+
+  @Test
+  void generate_serverSaysWhichVersionsSampledTheTokens_resultCarriesThem() {
+    completions = request -> new Object[] {200, "{\"model\":\"ravel-tiny\",\"choices\":[{\"index\":0,"
+        + "\"logprobs\":{\"tokens\":[\"token_id:3\",\"token_id:4\",\"token_id:13\"],\"token_logprobs\":[-0.5,-0.5,"
+        + "-0.25]},\"finish_reason\":\"stop\",\"weight_versions\":[{\"version\":\"3\",\"start\":0,\"end\":1},"
+        + "{\"version\":\"4\",\"start\":1,\"end\":3}]}]}"};
+    GenerationResult r = backend(given()).generate(request("r1", 3, null));
+
+    assertThat(r.versionSpans()).containsExactly(new dev.ravel.workers.engine.VersionSpan(3, 0, 1),
+        new dev.ravel.workers.engine.VersionSpan(4, 1, 3));
+    assertThat(r.weightVersion()).isEqualTo(4);
+    assertThat(r.oldestWeightVersion()).isEqualTo(3);
+  }
+
+  @Test
+  void generate_sendsReturnWeightVersions() {
+    List<JsonNode> bodies = new CopyOnWriteArrayList<>();
+    completions = request -> {
+      bodies.add(request);
+      return echoFirstPromptToken(request);
+    };
+    backend(given()).generate(request("r1", 3, null));
+
+    assertThat(bodies.get(0).get("return_weight_versions").asBoolean()).isTrue();
+  }
+
+  @Test
+  void generate_serverPausedAnswers503_sendsAgainUntilItAnswers() {
+    AtomicInteger refusals = new AtomicInteger();
+    completions = request -> refusals.getAndIncrement() < 2
+        ? new Object[] {503, "{\"error\":{\"message\":\"paused\",\"code\":503}}"} : echoFirstPromptToken(request);
+
+    GenerationResult r = backend(given()).generate(request("r1", 3, null));
+
+    assertThat(r.succeeded()).as(String.valueOf(r.error())).isTrue();
+    assertThat(refusals.get()).isEqualTo(3);
   }
 
   @Test
@@ -445,7 +591,7 @@ class OpenAiBackendTest {
     server.removeContext("/v1/load_lora_adapter");
     server.createContext("/v1/load_lora_adapter", ex -> reply(ex, 400,
         "{\"error\":{\"message\":\"The lora adapter 'x' has already been loaded.\",\"code\":400}}"));
-    backend(given());
+    backend(lora());
 
     assertThatThrownBy(() -> backend.updateWeights(WEIGHTS.withVersion(2)))
         .hasMessageContaining("weight version 2").hasMessageContaining("HTTP 400")
@@ -469,7 +615,7 @@ class OpenAiBackendTest {
     second.start();
     try {
       String url2 = "http://127.0.0.1:" + second.getAddress().getPort();
-      backend(ServerBackendSpec.builder().servers(List.of(url, url2)));
+      backend(ServerBackendSpec.builder().servers(List.of(url, url2)).refit(false));
 
       backend.generate(IntStream.range(0, 10).mapToObj(i -> request("r" + i, i, null)).toList());
 
