@@ -4,7 +4,8 @@
 # real Jaeger v2, a real headless Chromium. Installs those first, idempotently and side by side (the downloads
 # run while Jaeger compiles): the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the
 # compat Ray (2.39.0, what Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from
-# the Go module proxy, Debian's Chromium, and the official OpenAI Python client (pinned, in its own virtualenv);
+# the Go module proxy, Debian's Chromium, the official OpenAI Python client (pinned, in its own virtualenv) and vLLM
+# (pinned, CPU-only, in its own virtualenv: its code checks the client's requests, VllmContractIT);
 # PyTorch, transformers and the OpenTelemetry Python SDK go into the default Ray's virtualenv for Ravel's Python
 # workers. Every integration test runs on the default Ray; a smoke set also runs on the compat Ray.
 #
@@ -88,12 +89,13 @@ install_rays() {
 install_tools() {
   "$ROOT/scripts/setup-browser.sh" > "$WORK/chromium"
   "$ROOT/scripts/setup-openai-client.sh" | tail -n 1 > "$WORK/openai-venv"
+  "$ROOT/scripts/setup-vllm.sh" | tail -n 1 > "$WORK/vllm-venv"
 }
 install_all() {
   local pids=() names=() i rc=0
   "$ROOT/scripts/setup-jaeger.sh" > "$WORK/jaeger" & pids+=($!); names+=(jaeger)
   install_rays & pids+=($!); names+=(rays)
-  install_tools & pids+=($!); names+=("browser and openai client")
+  install_tools & pids+=($!); names+=("browser, openai client and vLLM")
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || { echo "test-all: installing ${names[$i]} failed" >&2; rc=1; }
   done
@@ -105,6 +107,7 @@ COMPAT_VENV="$(cat "$WORK/compat-venv")"
 RAVEL_JAEGER_BIN="$(cat "$WORK/jaeger")"
 RAVEL_CHROMIUM="$(cat "$WORK/chromium")"
 OPENAI_VENV="$(cat "$WORK/openai-venv")"
+VLLM_VENV="$(cat "$WORK/vllm-venv")"
 export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
 ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
 
@@ -128,6 +131,7 @@ maven() {
     -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
     -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
     -Dravel.openai.venv="$OPENAI_VENV" \
+    -Dravel.vllm.venv="$VLLM_VENV" \
     verify 2>&1 | tee "$WORK/maven.log"
   return "${PIPESTATUS[0]}"
 }

@@ -144,6 +144,10 @@ public final class Keys {
       "backend `openai`, `weight_sync: native`: requests in flight at a refit go on under the new weights"
           + " (`pause?mode=keep`) instead of finishing first (`mode=wait`); their tokens say which version sampled"
           + " them");
+  /** {@code generation.record_exchanges}. */
+  public static final Key<Boolean> RECORD_EXCHANGES = key("generation", "record_exchanges", BOOLEAN, false, any(),
+      "backend `openai`, `launch: ravel`: each server appends every HTTP exchange to"
+          + " `inference-server-exchanges-*.jsonl` in the run folder (what a check against vLLM's own code replays)");
   /** {@code generation.server_heap_mb}. */
   public static final Key<Integer> SERVER_HEAP_MB = key("generation", "server_heap_mb", INTEGER, 256, atLeast(64),
       "backend `openai`, `launch: ravel`: each `ravel serve` JVM's heap in MiB");

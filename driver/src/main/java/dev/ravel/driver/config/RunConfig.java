@@ -369,6 +369,7 @@ public final class RunConfig {
           .refit(get(Keys.REFIT))
           .weightSync(get(Keys.WEIGHT_SYNC))
           .inflightUpdates(get(Keys.INFLIGHT_UPDATES))
+          .recordExchanges(get(Keys.RECORD_EXCHANGES))
           .serverHeapMb(get(Keys.SERVER_HEAP_MB))
           .build();
     } catch (ConfigException e) {

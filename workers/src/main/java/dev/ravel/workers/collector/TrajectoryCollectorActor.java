@@ -226,7 +226,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
       int at = (p - c.from) * g;
       long oldest = c.versionAtCall;
       for (GenerationResult r : c.results.subList(at, at + g)) {
-        oldest = Math.min(oldest, r.weightVersion());
+        oldest = Math.min(oldest, r.oldestWeightVersion()); // tokens sampled before an in-flight update count
       }
       rollouts.add(new Rollout(batch.problems().get(p), made.subList(at, at + g), oldest, t.step,
           java.util.Collections.nCopies(g, c.span)));

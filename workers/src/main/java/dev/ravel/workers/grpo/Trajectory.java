@@ -72,8 +72,9 @@ public record Trajectory(String requestId, int[] prompt, int[] completion, float
    */
   public static Trajectory of(GenerationResult result, double reward, int groupIndex) {
     GenerationResult r = result.requireSucceeded();
+    // the oldest version that sampled a token: a completion that spanned a weight update is as old as its start
     return new Trajectory(r.requestId(), r.promptTokens(), r.completionTokens(), r.logprobs(), reward,
-        r.weightVersion(), groupIndex);
+        r.oldestWeightVersion(), groupIndex);
   }
 
   /** This trajectory with what its reward function saw and gave. */

@@ -88,12 +88,25 @@ final class LaunchedServer implements AutoCloseable {
     }
   }
 
+  /** How a launched server's exchange log is named in the run folder: {@code inference-server-exchanges-*.jsonl}. */
+  public static final String EXCHANGES_PREFIX = "inference-server-exchanges-";
+  public static final String EXCHANGES_SUFFIX = ".jsonl";
+
   /**
    * Starts {@code ravel serve} with this JVM's java and Ravel's workers classpath on a free loopback port,
    * with the initial weights in {@code weights}, and waits until it listens and answers {@code /health}.
    */
   static LaunchedServer ravel(String modelName, Path weights, int kvTokenBudget, int maxRunningRequests,
       int heapMb, Path logDir, Duration timeout, Consumer<String> healthCheck) {
+    return ravel(modelName, weights, kvTokenBudget, maxRunningRequests, heapMb, logDir, timeout, healthCheck, false);
+  }
+
+  /**
+   * As above; with {@code recordExchanges}, the server appends every HTTP exchange to
+   * {@code <logDir>/inference-server-exchanges-<n>.jsonl} ({@code ravel serve --record-exchanges}).
+   */
+  static LaunchedServer ravel(String modelName, Path weights, int kvTokenBudget, int maxRunningRequests,
+      int heapMb, Path logDir, Duration timeout, Consumer<String> healthCheck, boolean recordExchanges) {
     List<String> cmd = new ArrayList<>(List.of(javaBinary(), "-Xmx" + heapMb + "m", "-XX:+UseSerialGC",
         "-cp", workersClasspath(), SERVE_MAIN, "--host", "127.0.0.1", "--port", "0", "--model-name", modelName,
         "--weights", weights.toString(), "--kv-token-budget", String.valueOf(kvTokenBudget),
@@ -101,6 +114,15 @@ final class LaunchedServer implements AutoCloseable {
         "--exit-with-parent", String.valueOf(ProcessHandle.current().pid())));
     cmd.add("--span-counts-dir");
     cmd.add(logDir.toString());
+    if (recordExchanges) {
+      try {
+        Files.createDirectories(logDir);
+        cmd.add("--record-exchanges");
+        cmd.add(Files.createTempFile(logDir, EXCHANGES_PREFIX, EXCHANGES_SUFFIX).toString());
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException("cannot create an exchange log in " + logDir + ": " + e.getMessage(), e);
+      }
+    }
     return start(cmd, null, true, logDir, timeout, healthCheck);
   }
 

@@ -142,7 +142,7 @@ public final class OpenAiBackend implements GenerationBackend {
       if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
         Path w = WeightsFile.write(weightsDir.resolve("weights-v" + initial.version() + ".bin"), initial);
         launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
-            logDir, spec.launchTimeout(), health);
+            logDir, spec.launchTimeout(), health, spec.recordExchanges());
       } else {
         launched = LaunchedServer.fromTemplate(spec.launchCommand(), modelName, logDir, spec.launchTimeout(), health);
       }
@@ -164,6 +164,11 @@ public final class OpenAiBackend implements GenerationBackend {
     if (spec.refit() && spec.nativeSync()) {
       try {
         backend.initWeightTransfer();
+        if (launched == null) {
+          // servers of the user's serve whatever they last loaded (another run's weights, their own model): the
+          // run's first requests must come from its own initial weights
+          backend.nativeUpdate(initial);
+        }
       } catch (RuntimeException e) {
         backend.close();
         throw e;

@@ -29,10 +29,11 @@ import java.util.List;
  *     {@link #SYNC_LORA} (vLLM's runtime LoRA routes)
  * @param inflightUpdates with the native protocol, whether requests in flight go on under the new weights
  *     ({@code pause?mode=keep}) instead of finishing first ({@code pause?mode=wait})
+ * @param recordExchanges whether a launched {@code ravel serve} records every HTTP exchange into the run folder
  */
 public record ServerBackendSpec(List<String> servers, String launch, String launchCommand, Duration connectTimeout,
     Duration requestTimeout, int maxInFlight, boolean refit, Duration launchTimeout, int serverHeapMb,
-    String adapterTag, String weightSync, boolean inflightUpdates) implements Serializable {
+    String adapterTag, String weightSync, boolean inflightUpdates, boolean recordExchanges) implements Serializable {
 
   /** The only value {@code generation.launch} takes. */
   public static final String LAUNCH_RAVEL = "ravel";
@@ -76,7 +77,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
    */
   public ServerBackendSpec withAdapterTag(String tag) {
     return new ServerBackendSpec(servers, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb, tag, weightSync, inflightUpdates);
+        launchTimeout, serverHeapMb, tag, weightSync, inflightUpdates, recordExchanges);
   }
 
   /** The adapter name of weight version {@code version} of model {@code model}. */
@@ -92,7 +93,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
   /** This spec with only {@code subset} of the servers (a worker's share). */
   public ServerBackendSpec withServers(List<String> subset) {
     return new ServerBackendSpec(subset, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb, adapterTag, weightSync, inflightUpdates);
+        launchTimeout, serverHeapMb, adapterTag, weightSync, inflightUpdates, recordExchanges);
   }
 
   /**
@@ -131,8 +132,15 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
     private int serverHeapMb = 256;
     private String weightSync = SYNC_NATIVE;
     private boolean inflightUpdates;
+    private boolean recordExchanges;
 
     private Builder() {}
+
+    /** A launched {@code ravel serve} records its exchanges in the run folder. */
+    public Builder recordExchanges(boolean v) {
+      this.recordExchanges = v;
+      return this;
+    }
 
     /** {@link #SYNC_NATIVE} (default) or {@link #SYNC_LORA}. */
     public Builder weightSync(String v) {
@@ -228,7 +236,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
         throw new ConfigException("server_heap_mb", "must be at least 64, got " + serverHeapMb);
       }
       return new ServerBackendSpec(urls, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-          launchTimeout, serverHeapMb, "", weightSync, inflightUpdates);
+          launchTimeout, serverHeapMb, "", weightSync, inflightUpdates, recordExchanges);
     }
 
     private static void positive(String key, Duration d) {
