@@ -100,7 +100,7 @@ final class GrpoActors {
         continue;
       }
       ServerBackendSpec servers = settings.servers() == null ? null
-          : settings.servers().withServers(settings.servers().shareOf(i, settings.workers()));
+          : settings.servers().forWorker(i, settings.workers());
       GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
           settings.modelName(), eos, weights, servers);
       workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)

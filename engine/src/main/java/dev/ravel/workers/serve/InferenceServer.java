@@ -63,7 +63,7 @@ public final class InferenceServer implements AutoCloseable {
     this.httpThreads = b.httpThreads;
     this.version = RavelVersion.get();
     this.recordTo = b.recordExchanges;
-    this.engine = new EmbeddedEngine(b.engineConfig, TinyLm.of(b.weights), b.openTelemetry);
+    this.engine = new EmbeddedEngine(b.engineConfig, b.initialModel.apply(TinyLm.of(b.weights)), b.openTelemetry);
     this.models = new ServedModels(b.engineConfig.modelName(), b.weights.version(),
         System.currentTimeMillis() / 1000);
     this.metrics = new ServeMetrics(b.engineConfig.modelName());
@@ -150,6 +150,11 @@ public final class InferenceServer implements AutoCloseable {
     return models.currentVersion();
   }
 
+  /** Whether the engine is held still by a pause (set as a pause begins, before the iteration under way ends). */
+  boolean enginePaused() {
+    return engine.isPaused();
+  }
+
   /** The engine's counters and load now. */
   EngineStats engineStats() {
     return engine.snapshot();
@@ -202,8 +207,15 @@ public final class InferenceServer implements AutoCloseable {
     private OpenTelemetry openTelemetry;
     private int httpThreads = 32;
     private java.nio.file.Path recordExchanges;
+    private java.util.function.UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel = m -> m;
 
     private Builder() {}
+
+    /** Wraps the model made of the initial weights (tests hold the engine at a chosen point with it). */
+    Builder initialModel(java.util.function.UnaryOperator<dev.ravel.workers.model.LanguageModel> wrap) {
+      this.initialModel = wrap;
+      return this;
+    }
 
     /**
      * Appends every exchange (method, path, query, the headers a contract check needs, request and response

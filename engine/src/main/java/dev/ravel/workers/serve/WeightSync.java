@@ -46,6 +46,8 @@ final class WeightSync {
 
   /** The transport Ravel defines for CPU: a weights file on storage the trainer's side and the server share. */
   static final String TRANSPORT = "ravel-file";
+  /** The label of the weights a server starts with, before any update names its version: vLLM's. */
+  static final String INITIAL_LABEL = "default";
   /** How long {@code pause?mode=wait} waits for the requests in flight. */
   static final long DRAIN_TIMEOUT_MS = 600_000L;
 
@@ -71,7 +73,7 @@ final class WeightSync {
     this.engine = engine;
     this.models = models;
     this.tokenizer = tokenizer;
-    this.label = Long.toString(models.currentVersion());
+    this.label = INITIAL_LABEL;
     labels.put(models.currentVersion(), label);
   }
 

@@ -40,12 +40,22 @@ final class TestServer implements AutoCloseable {
   final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   private TestServer(UnaryOperator<EngineConfig.Builder> tweak) {
+    this(tweak, m -> m);
+  }
+
+  private TestServer(UnaryOperator<EngineConfig.Builder> tweak,
+      UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel) {
     this.weights = weights();
     this.config = tweak.apply(EngineConfig.builder().eosToken(TOKENIZER.eos()).tracing(true).sampleRatio(1.0))
         .build();
     this.server = InferenceServer.builder().engineConfig(config).weights(weights).tokenizer(TOKENIZER)
-        .openTelemetry(sdk).build();
+        .openTelemetry(sdk).initialModel(initialModel).build();
     this.port = server.start("127.0.0.1", 0);
+  }
+
+  /** A server whose initial model is {@code initialModel} applied to the one of its weights. */
+  static TestServer withInitialModel(UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel) {
+    return new TestServer(b -> b, initialModel);
   }
 
   static TestServer start() {

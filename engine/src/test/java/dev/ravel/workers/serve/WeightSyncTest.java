@@ -172,46 +172,87 @@ final class WeightSyncTest {
     }
   }
 
+  /** The initial model, held inside its 10th forward pass until {@code release} (the request then has tokens). */
+  private static final class Held implements dev.ravel.workers.model.LanguageModel {
+    final dev.ravel.workers.model.LanguageModel inner;
+    final java.util.concurrent.CountDownLatch inForward = new java.util.concurrent.CountDownLatch(1);
+    final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+
+    Held(dev.ravel.workers.model.LanguageModel inner) {
+      this.inner = inner;
+    }
+
+    @Override
+    public int vocabSize() {
+      return inner.vocabSize();
+    }
+
+    @Override
+    public long version() {
+      return inner.version();
+    }
+
+    @Override
+    public dev.ravel.workers.model.KvCache newCache() {
+      return inner.newCache();
+    }
+
+    @Override
+    public void forward(dev.ravel.workers.model.KvCache cache, int[] tokens, int from, int to, float[] logits) {
+      if (calls.incrementAndGet() == 10) {
+        inForward.countDown();
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      inner.forward(cache, tokens, from, to, logits);
+    }
+  }
+
   @Test
   void pauseKeep_updateMidRequest_tokensCarryBothVersions() throws Exception {
-    // one slow request: enough tokens that the pause lands while it runs
-    try (TestServer s = TestServer.start()) {
+    java.util.concurrent.atomic.AtomicReference<Held> held = new java.util.concurrent.atomic.AtomicReference<>();
+    try (TestServer s = TestServer.withInitialModel(m -> {
+      held.set(new Held(m));
+      return held.get();
+    })) {
       ModelWeights v9 = weights(9);
-      String body = "{\"prompt\":[1,10,2,12],\"max_tokens\":200,\"seed\":4,\"logprobs\":0,\"ignore_eos\":true,"
+      String body = "{\"prompt\":[1,10,2,12],\"max_tokens\":30,\"seed\":4,\"logprobs\":0,\"ignore_eos\":true,"
           + "\"return_tokens_as_token_ids\":true,\"return_weight_versions\":true}";
       CompletableFuture<HttpResponse<String>> running = CompletableFuture.supplyAsync(
           () -> s.post("/v1/completions", body));
-      // wait until the request is in the engine (bounded: the engine reports it running)
+      // the request is inside a forward pass, some tokens sampled: pause to keep while it runs
+      assertThat(held.get().inForward.await(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      CompletableFuture<JsonNode> paused = CompletableFuture.supplyAsync(() -> s.ok("/pause?mode=keep", ""));
+      // the pause has reached the engine (it waits for the iteration under way): let that iteration end
       long deadline = System.nanoTime() + 60_000_000_000L;
-      while (s.server.engineStats().running() == 0 && !running.isDone() && System.nanoTime() < deadline) {
+      while (!s.server.enginePaused() && System.nanoTime() < deadline) {
         Thread.sleep(1);
       }
-      s.ok("/pause?mode=keep", "");
-      boolean pausedMidRequest = !running.isDone();
+      assertThat(s.server.enginePaused()).isTrue();
+      held.get().release.countDown();
+      paused.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      assertThat(running).isNotDone();
       s.ok("/start_weight_update", "");
       s.ok("/update_weights", updateInfo(v9));
       s.ok("/finish_weight_update", "{\"weight_version\":\"9\"}");
+      assertThat(running).as("frozen until /resume").isNotDone();
       s.ok("/resume", "");
-      HttpResponse<String> r = running.get();
+
+      HttpResponse<String> r = running.get(60, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
       JsonNode json = TestServer.JSON.readTree(r.body());
       JsonNode spans = json.at("/choices/0/weight_versions");
-      int tokens = json.at("/choices/0/logprobs/tokens").size();
-      assertThat(tokens).isEqualTo(200);
-      // the spans cover every token in order, whatever the timing
-      int next = 0;
-      for (JsonNode sp : spans) {
-        assertThat(sp.get("start").asInt()).isEqualTo(next);
-        next = sp.get("end").asInt();
-      }
-      assertThat(next).isEqualTo(tokens);
-      if (pausedMidRequest) {
-        assertThat(spans).hasSize(2);
-        assertThat(spans.get(0).get("version").asText()).isEqualTo(Long.toString(TestServer.weights().version()));
-        assertThat(spans.get(1).get("version").asText()).isEqualTo("9");
-      } else {
-        assertThat(spans).hasSize(1); // the request ended before the pause: one version
-      }
+      assertThat(json.at("/choices/0/logprobs/tokens")).hasSize(30);
+      assertThat(spans).hasSize(2);
+      assertThat(spans.get(0).get("version").asText()).isEqualTo("default"); // vLLM's label before any update
+      assertThat(spans.get(0).get("start").asInt()).isZero();
+      assertThat(spans.get(1).get("version").asText()).isEqualTo("9");
+      assertThat(spans.get(1).get("start").asInt()).isEqualTo(spans.get(0).get("end").asInt()).isPositive();
+      assertThat(spans.get(1).get("end").asInt()).isEqualTo(30);
     }
   }
 

@@ -161,7 +161,7 @@ public final class OpenAiBackend implements GenerationBackend {
         initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
         new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
-    if (spec.refit() && spec.nativeSync()) {
+    if (spec.refit() && spec.nativeSync() && spec.refitOwner()) {
       try {
         backend.initWeightTransfer();
         if (launched == null) {
@@ -368,6 +368,12 @@ public final class OpenAiBackend implements GenerationBackend {
       return version; // the servers keep their weights: only the label changes
     }
     if (spec.nativeSync()) {
+      if (!spec.refitOwner()) {
+        // another worker of the run drives the shared servers' updates (the driver waits for both); the servers
+        // label what they sample, so a request that reaches one before its update says so
+        served = new Served(modelName, version);
+        return version;
+      }
       return nativeUpdate(weights);
     }
     String name = adapterName(version);

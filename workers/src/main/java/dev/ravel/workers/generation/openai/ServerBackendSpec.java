@@ -30,10 +30,12 @@ import java.util.List;
  * @param inflightUpdates with the native protocol, whether requests in flight go on under the new weights
  *     ({@code pause?mode=keep}) instead of finishing first ({@code pause?mode=wait})
  * @param recordExchanges whether a launched {@code ravel serve} records every HTTP exchange into the run folder
+ * @param refitOwner whether this worker drives its servers' native weight updates: false for a worker whose server
+ *     another worker of the run drives (fewer servers than workers), which then only sends requests
  */
 public record ServerBackendSpec(List<String> servers, String launch, String launchCommand, Duration connectTimeout,
     Duration requestTimeout, int maxInFlight, boolean refit, Duration launchTimeout, int serverHeapMb,
-    String adapterTag, String weightSync, boolean inflightUpdates, boolean recordExchanges) implements Serializable {
+    String adapterTag, String weightSync, boolean inflightUpdates, boolean recordExchanges, boolean refitOwner) implements Serializable {
 
   /** The only value {@code generation.launch} takes. */
   public static final String LAUNCH_RAVEL = "ravel";
@@ -77,7 +79,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
    */
   public ServerBackendSpec withAdapterTag(String tag) {
     return new ServerBackendSpec(servers, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb, tag, weightSync, inflightUpdates, recordExchanges);
+        launchTimeout, serverHeapMb, tag, weightSync, inflightUpdates, recordExchanges, refitOwner);
   }
 
   /** The adapter name of weight version {@code version} of model {@code model}. */
@@ -90,10 +92,22 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
     return servers.isEmpty();
   }
 
+  /**
+   * What worker {@code index} of {@code workers} is given: its {@link #shareOf share} of the servers and, when
+   * servers are shared (fewer than workers), whether it is the one that drives their weight updates (worker i
+   * drives server i): two workers driving one server would cross each other's update sessions.
+   */
+  public ServerBackendSpec forWorker(int index, int workers) {
+    List<String> share = shareOf(index, workers);
+    boolean owner = servers.isEmpty() || servers.size() >= workers || index < servers.size();
+    return new ServerBackendSpec(share, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
+        launchTimeout, serverHeapMb, adapterTag, weightSync, inflightUpdates, recordExchanges, owner);
+  }
+
   /** This spec with only {@code subset} of the servers (a worker's share). */
   public ServerBackendSpec withServers(List<String> subset) {
     return new ServerBackendSpec(subset, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-        launchTimeout, serverHeapMb, adapterTag, weightSync, inflightUpdates, recordExchanges);
+        launchTimeout, serverHeapMb, adapterTag, weightSync, inflightUpdates, recordExchanges, refitOwner);
   }
 
   /**
@@ -236,7 +250,7 @@ public record ServerBackendSpec(List<String> servers, String launch, String laun
         throw new ConfigException("server_heap_mb", "must be at least 64, got " + serverHeapMb);
       }
       return new ServerBackendSpec(urls, launch, launchCommand, connectTimeout, requestTimeout, maxInFlight, refit,
-          launchTimeout, serverHeapMb, "", weightSync, inflightUpdates, recordExchanges);
+          launchTimeout, serverHeapMb, "", weightSync, inflightUpdates, recordExchanges, true);
     }
 
     private static void positive(String key, Duration d) {

@@ -64,4 +64,18 @@ class ServerBackendSpecTest {
     assertThat(s.shareOf(1, 2)).containsExactly("http://127.0.0.1:2");
     assertThat(s.shareOf(3, 4)).containsExactly("http://127.0.0.1:1");
   }
+
+  @Test
+  void forWorker_fewerServersThanWorkers_onlyWorkerIDrivesServerI() {
+    ServerBackendSpec s = ServerBackendSpec.builder().servers(List.of("http://127.0.0.1:1")).build();
+
+    ServerBackendSpec first = s.forWorker(0, 2);
+    ServerBackendSpec second = s.forWorker(1, 2);
+
+    assertThat(first.servers()).containsExactly("http://127.0.0.1:1");
+    assertThat(second.servers()).containsExactly("http://127.0.0.1:1");
+    assertThat(first.refitOwner()).isTrue();
+    assertThat(second.refitOwner()).isFalse();
+    assertThat(ServerBackendSpec.builder().launch("ravel").build().forWorker(1, 2).refitOwner()).isTrue();
+  }
 }
