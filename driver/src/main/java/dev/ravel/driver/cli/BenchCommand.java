@@ -62,7 +62,9 @@ final class BenchCommand implements Callable<Integer> {
         new Variant("all@0.01", List.of("run.mode=sync", "telemetry.preset=all", "telemetry.engine_tracing=true",
             "telemetry.engine_sample_ratio=0.01")),
         new Variant("async per_step", List.of("run.mode=async", "telemetry.preset=per_step",
-            "telemetry.engine_tracing=false")));
+            "telemetry.engine_tracing=false")),
+        new Variant("async in-flight", List.of("run.mode=async", "telemetry.preset=per_step",
+            "telemetry.engine_tracing=false", "generation.inflight_updates=true")));
     Map<String, List<double[]>> results = new LinkedHashMap<>();
     variants.forEach(v -> results.put(v.name(), new ArrayList<>()));
     RayHome home = RayHome.locate(System.getenv());
@@ -101,6 +103,9 @@ final class BenchCommand implements Callable<Integer> {
     List<double[]> async = results.get("async per_step");
     System.out.printf("async step time / max(generation busy %.3f s, training busy %.3f s) per step: %.3f%n",
         mean(async, 3), mean(async, 4), busyRatio(async));
+    List<double[]> inflight = results.get("async in-flight");
+    System.out.printf("async with in-flight updates vs async (step time): %.3f; its step time / max(busy): %.3f%n",
+        mean(inflight, 0) / mean(async, 0), busyRatio(inflight));
     if (json != null) {
       writeJson(results);
       System.out.println("wrote " + json.toAbsolutePath());
@@ -127,6 +132,7 @@ final class BenchCommand implements Callable<Integer> {
     ratios.put("async_over_sync", ratioJson(results, "async per_step", "per_step"));
     ratios.put("per_step_over_off", ratioJson(results, "per_step", "off"));
     ratios.put("all_over_off", ratioJson(results, "all@0.01", "off"));
+    ratios.put("inflight_over_async", ratioJson(results, "async in-flight", "async per_step"));
     Map<String, Object> busy = new LinkedHashMap<>();
     busy.put("value", busyRatio(results.get("async per_step")));
     busy.put("per_round", results.get("async per_step").stream().map(a -> a[0] / Math.max(a[3], a[4])).toList());

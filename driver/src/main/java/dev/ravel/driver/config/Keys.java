@@ -141,9 +141,9 @@ public final class Keys {
           + " routes; a weights file the servers read) or `lora` (vLLM's runtime LoRA routes, one adapter a version)");
   /** {@code generation.inflight_updates}. */
   public static final Key<Boolean> INFLIGHT_UPDATES = key("generation", "inflight_updates", BOOLEAN, false, any(),
-      "backend `openai`, `weight_sync: native`: requests in flight at a refit go on under the new weights"
-          + " (`pause?mode=keep`) instead of finishing first (`mode=wait`); their tokens say which version sampled"
-          + " them");
+      "async, Java workers: the collector does not drain at a refit; requests in flight go on under the new weights"
+          + " (embedded engine; backend `openai`: `pause?mode=keep` instead of `mode=wait`), their tokens saying which"
+          + " version sampled them");
   /** {@code generation.record_exchanges}. */
   public static final Key<Boolean> RECORD_EXCHANGES = key("generation", "record_exchanges", BOOLEAN, false, any(),
       "backend `openai`, `launch: ravel`: each server appends every HTTP exchange to"

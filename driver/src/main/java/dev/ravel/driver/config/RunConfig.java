@@ -287,6 +287,10 @@ public final class RunConfig {
   }
 
   private void validateRuntimes() {
+    if (get(Keys.INFLIGHT_UPDATES) && mode() != Mode.ASYNC) {
+      throw new ConfigException(Keys.INFLIGHT_UPDATES.dotted(), "updates the weights of requests in flight, which only"
+          + " async runs have at a refit: set " + Keys.MODE + ": async, or leave it false");
+    }
     String generation = get(Keys.GENERATION_RUNTIME);
     String trainer = get(Keys.TRAINER_RUNTIME);
     if (!generation.equals(trainer)) {
@@ -309,6 +313,10 @@ public final class RunConfig {
             + " and " + Keys.TRAINER_RUNTIME + " to python (the java runtime generates with Ravel's own engine)");
       }
       return;
+    }
+    if (get(Keys.INFLIGHT_UPDATES)) {
+      throw new ConfigException(Keys.INFLIGHT_UPDATES.dotted(), "the Python workers' engines take new weights between"
+          + " calls only: set it false, or use the java runtime");
     }
     if (get(Keys.BACKEND).equals(BACKEND_OPENAI)) {
       throw new ConfigException(Keys.BACKEND.dotted(), "openai is the Java workers' HTTP client; Python workers"

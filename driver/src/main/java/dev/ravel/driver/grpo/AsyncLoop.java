@@ -139,6 +139,13 @@ final class AsyncLoop {
    * it, from the pause until generation resumes.
    */
   private int refit(TrainOutcome update) {
+    if (settings.inflightUpdates()) {
+      // the collector's calls go on: requests running at the update finish under the new weights (their tokens say
+      // which version sampled them), and the collector labels what it schedules next with the new version
+      int calls = actors.refit(update);
+      actors.collector.call(TrajectoryCollector::publish, update.version(), actors.servedWeights()).get();
+      return calls + 1;
+    }
     return steps.spans().call(Phase.REFIT_BUBBLE, x -> {
       actors.collector.call(TrajectoryCollector::pause, PAUSE_TIMEOUT_MS).get();
       int calls = 1 + actors.refit(update);

@@ -37,11 +37,14 @@ import dev.ravel.workers.python.PythonModel;
  * @param maxRestarts how often Ray restarts a generation worker or the reward environment whose process died
  *     ({@code cluster.max_restarts}); the calls that were in flight on it are issued again
  * @param data your model's data and reward ({@code data.train}, {@code reward.*}); null for the built-in task
+ * @param inflightUpdates async: the collector's calls go on through each refit, their requests finishing under
+ *     the new weights ({@code generation.inflight_updates}); otherwise it drains first
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
-    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data, Reward reward) {
+    int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data, Reward reward,
+    boolean inflightUpdates) {
 
   /**
    * How rewards are computed.
@@ -138,7 +141,8 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
                         .temperature(config.get(Keys.EVAL_TEMPERATURE)).build(), config.get(Keys.EVAL_SAMPLES),
                         config.get(Keys.EVAL_PASS_THRESHOLD))),
         new Reward(config.get(Keys.REWARD_WORKERS), config.get(Keys.REWARD_ON_ERROR),
-            config.get(Keys.REWARD_TIMEOUT_S), config.get(Keys.REWARD_CLASS)));
+            config.get(Keys.REWARD_TIMEOUT_S), config.get(Keys.REWARD_CLASS)),
+        config.get(Keys.INFLIGHT_UPDATES));
   }
 
   /**

@@ -390,6 +390,29 @@ final class RunConfigTest {
   }
 
   @Test
+  void load_inflightUpdatesWhereTheyCannotHappen_namesTheKeyAndWhy() {
+    ConfigException sync = assertConfigError(() -> RunConfig.load(null, List.of("run.mode=sync",
+        "generation.inflight_updates=true"), Map.of()), "generation.inflight_updates");
+    assertThat(sync.getMessage()).contains("async");
+    ConfigException lora = assertConfigError(() -> RunConfig.load(null, List.of("run.mode=async",
+        "generation.backend=openai", "generation.launch=ravel", "generation.weight_sync=lora",
+        "generation.inflight_updates=true"), Map.of()).serverBackend(), "generation.inflight_updates");
+    assertThat(lora.getMessage()).contains("weight_sync: native");
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.backend=openai", "generation.launch=ravel",
+        "generation.weight_sync=nccl"), Map.of()), "generation.weight_sync");
+  }
+
+  @Test
+  void serverBackend_defaults_nativeWeightSyncPausingToWait() {
+    RunConfig c = RunConfig.load(null, List.of("generation.backend=openai", "generation.launch=ravel"), Map.of());
+
+    assertThat(c.serverBackend().nativeSync()).isTrue();
+    assertThat(c.serverBackend().pauseMode()).isEqualTo("wait");
+    assertThat(RunConfig.load(null, List.of("run.mode=async", "generation.backend=openai", "generation.launch=ravel",
+        "generation.inflight_updates=true"), Map.of()).serverBackend().pauseMode()).isEqualTo("keep");
+  }
+
+  @Test
   void serverBackend_serversAsYamlList_areTheSpecsServers() throws IOException {
     RunConfig c = RunConfig.load(yaml("generation:\n  backend: openai\n  servers:\n"
         + "    - http://127.0.0.1:8000\n    - http://127.0.0.1:8001/\n  request_timeout_s: 2.5\n"), List.of(), Map.of());

@@ -8,6 +8,8 @@ import dev.ravel.workers.model.TinyLm;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.model.WeightsFile;
 import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -48,6 +50,10 @@ final class WeightSync {
   static final String TRANSPORT = "ravel-file";
   /** The label of the weights a server starts with, before any update names its version: vLLM's. */
   static final String INITIAL_LABEL = "default";
+  /** How vLLM's engine client prefixes a worker's refusal (the routes reach the worker by collective RPC). */
+  static final String RPC_FAILED = "Call to collective_rpc method failed: ";
+  /** vLLM's answer to a completion while paused ({@code abort}, {@code wait}), a 503. */
+  static final String PAUSED = "Generation is paused. Please retry after it resumes.";
   /** How long {@code pause?mode=wait} waits for the requests in flight. */
   static final long DRAIN_TIMEOUT_MS = 600_000L;
 
@@ -77,9 +83,18 @@ final class WeightSync {
     labels.put(models.currentVersion(), label);
   }
 
-  /** The label of engine weight version {@code version}: the one its update was finished with, else the number. */
+  /**
+   * The label of engine weight version {@code version}: the one its update was finished with; for weights that came
+   * another way (a LoRA load), the server's current label, as vLLM labels every token with its engine's version.
+   */
   String label(long version) {
-    return labels.getOrDefault(version, Long.toString(version));
+    String l = labels.get(version);
+    if (l != null) {
+      return l;
+    }
+    synchronized (this) {
+      return label;
+    }
   }
 
   /**
@@ -96,8 +111,7 @@ final class WeightSync {
         mode = pauseMode;
       }
       if (mode != null && !mode.equals("keep")) {
-        throw ApiError.unavailable("generation is paused for a weight update (pause mode " + mode
-            + "); retry after /resume");
+        throw ApiError.unavailable(PAUSED);
       }
       return submit.get();
     } finally {
@@ -174,7 +188,7 @@ final class WeightSync {
   void start(HttpExchange ex) throws IOException {
     synchronized (this) {
       if (updateActive) {
-        throw ApiError.internal("start_weight_update called while a weight update is already active. Call"
+        throw ApiError.internal(RPC_FAILED + "start_weight_update called while a weight update is already active. Call"
             + " finish_weight_update first.");
       }
       updateActive = true;
@@ -198,7 +212,7 @@ final class WeightSync {
     }
     synchronized (this) {
       if (!updateActive) {
-        throw ApiError.internal("start_weight_update must be called before update_weights.");
+        throw ApiError.internal(RPC_FAILED + "start_weight_update must be called before update_weights.");
       }
       try {
         staged = read(info);
@@ -221,7 +235,7 @@ final class WeightSync {
     ModelWeights next;
     synchronized (this) {
       if (!updateActive) {
-        throw ApiError.internal("finish_weight_update called without a matching start_weight_update.");
+        throw ApiError.internal(RPC_FAILED + "finish_weight_update called without a matching start_weight_update.");
       }
       next = staged;
       updateActive = false;
@@ -337,8 +351,8 @@ final class WeightSync {
     }
     for (String pair : q.split("&")) {
       int eq = pair.indexOf('=');
-      String k = java.net.URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), java.nio.charset.StandardCharsets.UTF_8);
-      String v = eq < 0 ? "" : java.net.URLDecoder.decode(pair.substring(eq + 1), java.nio.charset.StandardCharsets.UTF_8);
+      String k = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+      String v = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
       out.put(k, v);
     }
     return out;

@@ -103,6 +103,11 @@ final class EngineLifecycleTest {
     assertThat(inForward.await(60, TimeUnit.SECONDS)).isTrue();
     // pause while an iteration is under way: it returns once that iteration has ended
     CompletableFuture<Void> paused = CompletableFuture.runAsync(engine::pause);
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    while (!engine.isPaused() && System.nanoTime() < deadline) { // the pause is waiting for the iteration to end
+      Thread.sleep(1);
+    }
+    assertThat(engine.isPaused()).isTrue();
     engine.updateModel(v2);
     release.countDown();
     paused.get(60, TimeUnit.SECONDS);

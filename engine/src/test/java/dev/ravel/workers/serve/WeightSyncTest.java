@@ -99,7 +99,8 @@ final class WeightSyncTest {
     try (TestServer s = TestServer.start()) {
       s.ok("/start_weight_update", "");
       assertError(s.post("/start_weight_update", ""), 500, "InternalServerError",
-          "start_weight_update called while a weight update is already active. Call finish_weight_update first.");
+          WeightSync.RPC_FAILED + "start_weight_update called while a weight update is already active. Call"
+              + " finish_weight_update first.");
     }
   }
 
@@ -107,9 +108,9 @@ final class WeightSyncTest {
   void updateWeights_withoutStart_isRefused() throws IOException {
     try (TestServer s = TestServer.start()) {
       assertError(s.post("/update_weights", updateInfo(weights(2))), 500, "InternalServerError",
-          "start_weight_update must be called before update_weights.");
+          WeightSync.RPC_FAILED + "start_weight_update must be called before update_weights.");
       assertError(s.post("/finish_weight_update", "{\"weight_version\":\"2\"}"), 500, "InternalServerError",
-          "finish_weight_update called without a matching start_weight_update.");
+          WeightSync.RPC_FAILED + "finish_weight_update called without a matching start_weight_update.");
       assertThat(s.server.weightVersion()).isEqualTo(TestServer.weights().version());
     }
   }
@@ -125,7 +126,7 @@ final class WeightSyncTest {
       assertThat(r.body()).contains("update_info.sha256").contains("not the one that was sent");
       // as vLLM's worker: the failed update ended the session
       assertError(s.post("/finish_weight_update", "{}"), 500, "InternalServerError",
-          "finish_weight_update called without a matching start_weight_update.");
+          WeightSync.RPC_FAILED + "finish_weight_update called without a matching start_weight_update.");
     }
   }
 
@@ -166,7 +167,7 @@ final class WeightSyncTest {
       s.ok("/pause?mode=wait", "");
       HttpResponse<String> refused = s.post("/v1/completions", PROMPT + "}");
       assertThat(refused.statusCode()).as(refused.body()).isEqualTo(503);
-      assertThat(refused.body()).contains("paused for a weight update");
+      assertThat(refused.body()).contains(WeightSync.PAUSED);
       s.ok("/resume", "");
       assertThat(s.post("/v1/completions", PROMPT + "}").statusCode()).isEqualTo(200);
     }
