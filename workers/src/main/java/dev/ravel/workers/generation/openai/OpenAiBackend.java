@@ -151,7 +151,7 @@ public final class OpenAiBackend implements GenerationBackend {
     List<ServerClient> clients = new ArrayList<>();
     for (String url : urls) {
       ServerClient c = new ServerClient(url, http, httpExecutor, spec.maxInFlight(), spec.requestTimeout(), tracer,
-          clock, traced);
+          clock, traced).labelsAreVersions(spec.refit() && spec.nativeSync());
       if (launched == null) {
         c.checkHealth(spec.connectTimeout());
       }
@@ -161,6 +161,16 @@ public final class OpenAiBackend implements GenerationBackend {
         initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
         new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
+    if (spec.refit() && !spec.nativeSync() && launched == null) {
+      // LoRA: until its first refit a run would request the base model, which a shared server may have had replaced
+      // (another run's native update); its initial weights go in as its first adapter instead
+      try {
+        backend.updateWeights(initial);
+      } catch (RuntimeException e) {
+        backend.close();
+        throw e;
+      }
+    }
     if (spec.refit() && spec.nativeSync() && spec.refitOwner()) {
       try {
         backend.initWeightTransfer();

@@ -59,6 +59,13 @@ final class ServerClient {
   private final Duration requestTimeout;
   private final Tracer tracer;
   private final LongSupplier clock;
+  /**
+   * Whether the server's weight-version labels name Ravel's versions (the native protocol labels every update with
+   * its version); with LoRA adapters they do not (vLLM labels tokens with its engine's label whatever the adapter),
+   * and a result's version is the one its adapter was loaded as.
+   */
+  private volatile boolean labelsAreVersions = true;
+
   /** Completions sent again after a 503 (a server paused for a weight update); for tests and logs. */
   private volatile long retried503;
 
@@ -202,6 +209,12 @@ final class ServerClient {
     return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
   }
 
+  /** See {@link #labelsAreVersions}; true by default. */
+  ServerClient labelsAreVersions(boolean v) {
+    this.labelsAreVersions = v;
+    return this;
+  }
+
   /** Completions sent again after a server answered 503 (paused for a weight update). */
   long retried503() {
     return retried503;
@@ -238,7 +251,9 @@ final class ServerClient {
       long start) {
     long finish = Math.max(start, clock.getAsLong());
     int[] prompt = request.promptTokens();
-    List<dev.ravel.workers.engine.VersionSpan> spans = versionSpans(c, version);
+    List<dev.ravel.workers.engine.VersionSpan> spans = labelsAreVersions ? versionSpans(c, version)
+        : versionSpans(new CompletionsProtocol.Completion(c.model(), c.tokens(), c.logprobs(), c.finishReason()),
+            version);
     RequestStats stats = RequestStats.builder()
         .arrivalEpochNanos(start)
         .finishEpochNanos(finish)

@@ -400,8 +400,9 @@ class OpenAiBackendTest {
     }
     GenerationResult r = backend.generate(request("r1", 3, null));
 
-    assertThat(adminCalls).containsExactly("load ravel-tiny-v2", "load ravel-tiny-v3", "load ravel-tiny-v4",
-        "unload ravel-tiny-v2");
+    // the initial weights first (a shared server's base model may hold another run's), then each version
+    assertThat(adminCalls).containsExactly("load ravel-tiny-v0", "load ravel-tiny-v2", "load ravel-tiny-v3",
+        "unload ravel-tiny-v0", "load ravel-tiny-v4", "unload ravel-tiny-v2");
     assertThat(seen.get(seen.size() - 1).get("model")).isEqualTo("ravel-tiny-v4");
     assertThat(r.weightVersion()).isEqualTo(4);
     assertThat(WeightsFile.read(Path.of(adapters.get("ravel-tiny-v4"))).version()).isEqualTo(4);
@@ -419,7 +420,8 @@ class OpenAiBackendTest {
       backend.updateWeights(WEIGHTS.withVersion(2)); // the same version number: another run's weights
       GenerationResult r = backend.generate(request("r1", 3, null));
 
-      assertThat(adminCalls).containsExactly("load ravel-tiny-run-a-1-v2", "load ravel-tiny-run-b-1-v2");
+      assertThat(adminCalls).containsExactly("load ravel-tiny-run-a-1-v0", "load ravel-tiny-run-a-1-v2",
+          "load ravel-tiny-run-b-1-v0", "load ravel-tiny-run-b-1-v2");
       assertThat(seen.get(seen.size() - 1).get("model")).isEqualTo("ravel-tiny-run-b-1-v2");
       assertThat(r.weightVersion()).isEqualTo(2);
     } finally {
@@ -443,7 +445,8 @@ class OpenAiBackendTest {
       backend.updateWeights(WEIGHTS.withVersion(2));
       GenerationResult r = backend.generate(request("r1", 3, null));
 
-      assertThat(adminCalls).containsExactly("load ravel-tiny-v2", "load ravel-tiny-v2");
+      assertThat(adminCalls).containsExactly("load ravel-tiny-v0", "load ravel-tiny-v2", "load ravel-tiny-v0",
+          "load ravel-tiny-v2");
       assertThat(r.weightVersion()).isEqualTo(2);
     } finally {
       other.close();
@@ -541,6 +544,19 @@ class OpenAiBackendTest {
   }
 
   @Test
+  void generate_loraAdapterServed_versionIsTheAdaptersWhateverTheServersLabel() {
+    backend(lora());
+    backend.updateWeights(WEIGHTS.withVersion(5));
+    completions = request -> new Object[] {200, "{\"model\":\"x\",\"choices\":[{\"index\":0,\"logprobs\":{\"tokens\":"
+        + "[\"token_id:13\"],\"token_logprobs\":[-0.5]},\"finish_reason\":\"stop\",\"weight_versions\":[{\"version\":"
+        + "\"9\",\"start\":0,\"end\":1}]}]}"};
+
+    GenerationResult r = backend.generate(request("r1", 3, null));
+
+    assertThat(r.weightVersion()).isEqualTo(5);
+  }
+
+  @Test
   void generate_sendsReturnWeightVersions() {
     List<JsonNode> bodies = new CopyOnWriteArrayList<>();
     completions = request -> {
@@ -590,10 +606,10 @@ class OpenAiBackendTest {
 
   @Test
   void updateWeights_serverRefuses_namesTheVersionAndTheServersMessage() {
+    backend(lora());
     server.removeContext("/v1/load_lora_adapter");
     server.createContext("/v1/load_lora_adapter", ex -> reply(ex, 400,
         "{\"error\":{\"message\":\"The lora adapter 'x' has already been loaded.\",\"code\":400}}"));
-    backend(lora());
 
     assertThatThrownBy(() -> backend.updateWeights(WEIGHTS.withVersion(2)))
         .hasMessageContaining("weight version 2").hasMessageContaining("HTTP 400")
