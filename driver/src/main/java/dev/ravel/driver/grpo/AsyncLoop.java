@@ -125,7 +125,9 @@ final class AsyncLoop {
         CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
         long collectorCalls = (after.generateCalls() - before.generateCalls())
             + (after.rewardCalls() - before.rewardCalls()) + (after.bufferCalls() - before.bufferCalls());
-        steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls, scores);
+        int depth = actors.buffer.call(dev.ravel.workers.buffer.ReplayBuffer::stats).get().size();
+        steps.finish(s, step, t, clock, got.droppedTrajectories, calls + collectorCalls, scores, depth,
+            after.inFlight());
       } catch (RuntimeException | Error e) {
         s.error(e); // the failed step's span says so, with the exception as an event
         throw e;

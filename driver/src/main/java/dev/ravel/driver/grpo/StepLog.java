@@ -61,6 +61,9 @@ final class StepLog {
   private final DoubleHistogram duration;
   private final DoubleHistogram phaseDuration;
   private final LongCounter trajectories;
+  private final io.opentelemetry.api.metrics.LongHistogram policyLag;
+  private final io.opentelemetry.api.metrics.LongGauge bufferDepth;
+  private final io.opentelemetry.api.metrics.LongGauge collectorInFlight;
   private boolean warned;
 
   StepLog(Path runDir, Meter meter) {
@@ -113,6 +116,13 @@ final class StepLog {
         .setDescription("wall time of a span group of the step").build();
     this.trajectories = meter.counterBuilder(StepMetricNames.TRAJECTORIES).setUnit("{trajectory}")
         .setDescription("trajectories trained on (used) or dropped as too old").build();
+    this.policyLag = meter.histogramBuilder(StepMetricNames.POLICY_LAG).ofLongs().setUnit("{version}")
+        .setDescription("weight versions between the policy a step trained and the one that sampled a trajectory")
+        .setExplicitBucketBoundariesAdvice(List.of(0L, 1L, 2L, 3L, 4L, 6L, 8L, 16L)).build();
+    this.bufferDepth = meter.gaugeBuilder(StepMetricNames.BUFFER_DEPTH).ofLongs().setUnit("{group}")
+        .setDescription("groups waiting in the replay buffer as the step ended").build();
+    this.collectorInFlight = meter.gaugeBuilder(StepMetricNames.COLLECTOR_IN_FLIGHT).ofLongs().setUnit("{call}")
+        .setDescription("generate calls the collector had in flight as the step ended").build();
   }
 
   /** Appends the step's line and records its metrics. */
@@ -218,6 +228,15 @@ final class StepLog {
       }
       trajectories.add(m.trajectories(), step.toBuilder().put(StepMetricNames.TRAJECTORY_STATE, "used").build());
       trajectories.add(m.droppedForAge(), step.toBuilder().put(StepMetricNames.TRAJECTORY_STATE, "dropped").build());
+      if (m.lag() != null) {
+        m.lag().ages().forEach((age, n) -> {
+          for (int i = 0; i < n; i++) {
+            policyLag.record(age, step);
+          }
+        });
+        bufferDepth.set(m.lag().bufferDepth(), step);
+        collectorInFlight.set(m.lag().inFlight(), step);
+      }
     } catch (RuntimeException e) {
       warnOnce("could not record the metrics of step " + m.step(), e);
     }

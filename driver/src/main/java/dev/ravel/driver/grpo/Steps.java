@@ -80,6 +80,15 @@ final class Steps {
   /** As above, with the eval set's scores of a step that evaluated (null otherwise). */
   StepRecord finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls,
       StepRecord.Eval eval) {
+    return finish(s, step, t, clock, dropped, rayCalls, eval, 0, 0);
+  }
+
+  /**
+   * As above, with how full the async pipeline was as the step ended: groups waiting in the replay buffer and the
+   * collector's calls in flight.
+   */
+  StepRecord finish(ScopedSpan s, int step, TrainPhase.Trained t, PhaseClock clock, int dropped, long rayCalls,
+      StepRecord.Eval eval, int bufferDepth, int inFlight) {
     double elapsed = clock.elapsed();
     double gen = clock.seconds(Phase.GENERATION.progressLabel());
     dev.ravel.workers.grpo.TrainMetrics u = t.outcome().metrics();
@@ -89,14 +98,19 @@ final class Steps {
         s.spanContext().getTraceId(), t.completions(), eval,
         new StepRecord.Update(u.gradNorm(), u.learningRate(), u.entropy(), u.clipLow(), u.clipHigh(), u.clipDual(),
             u.meanRatio(), u.maxRatio(), u.tisTruncated(), u.zeroAdvantageGroups(), u.keptSequences(), u.epochs()),
-        rewards(t.batch()));
+        rewards(t.batch()),
+        // the policy the step trained is the version before its update
+        StepRecord.Lag.of(t.outcome().version() - 1,
+            t.batch().stream().map(dev.ravel.workers.grpo.Trajectory::weightVersion).toList(), bufferDepth, inFlight));
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge())
         .set(RavelAttributes.COMPLETIONS_CLIPPED, (long) t.completions().clipped())
         .set(RavelAttributes.TRAIN_EPOCHS, (long) u.epochs())
         .set(RavelAttributes.TRAIN_GRAD_NORM, u.gradNorm())
-        .set(RavelAttributes.TRAIN_LEARNING_RATE, u.learningRate());
+        .set(RavelAttributes.TRAIN_LEARNING_RATE, u.learningRate())
+        .set(RavelAttributes.POLICY_LAG_MAX, (long) m.lag().maxAge())
+        .set(RavelAttributes.POLICY_LAG_MEAN, m.lag().meanAge());
     if (m.rewards().failed() > 0) {
       s.set(RavelAttributes.REWARD_FAILED, (long) m.rewards().failed());
     }

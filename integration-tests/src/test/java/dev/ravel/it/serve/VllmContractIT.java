@@ -285,5 +285,12 @@ final class VllmContractIT {
         .map(SpanRecord::spanId).collect(Collectors.toSet());
     assertThat(loads).allSatisfy(s -> assertThat(updateCalls).contains(s.parentSpanId()));
     assertThat(inflightRun.steps()).extracting(StepRecord::step).doesNotHaveDuplicates();
+    // the policy lag of every step accounts for each trajectory it trained on, within the age bound
+    assertThat(inflightRun.steps()).allSatisfy(m -> {
+      assertThat(m.lag().ages().values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(m.trajectories());
+      assertThat(m.lag().maxAge()).isBetween(0, 1); // grpo.max_trajectory_age_steps, default 1
+      assertThat(m.lag().bufferDepth()).isNotNegative();
+      assertThat(m.lag().inFlight()).isNotNegative();
+    });
   }
 }

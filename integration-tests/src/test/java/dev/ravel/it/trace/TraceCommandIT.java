@@ -287,6 +287,10 @@ final class TraceCommandIT {
           .hasSize(9);
       assertThat(browser.findElements(By.cssSelector("#chart-length .point"))).as("mean and max length per step")
           .hasSize(6);
+      assertThat(browser.findElements(By.cssSelector("#chart-lag .point"))).as("mean and max policy lag per step")
+          .hasSize(6);
+      assertThat(browser.findElements(By.cssSelector("#chart-pipeline .point"))).as("buffer and in flight per step")
+          .hasSize(6);
       List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
       assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
       assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");

@@ -47,6 +47,10 @@ public final class RavelAttributes {
   public static final AttributeKey<String> ALGORITHM_MODE = AttributeKey.stringKey("rl.mode");
   public static final AttributeKey<String> GENERATION_MODE = AttributeKey.stringKey("rl.generation.mode");
   public static final AttributeKey<Long> WEIGHT_VERSION = AttributeKey.longKey("rl.weight_version");
+  /** On {@code rl.grpo.step}: the largest policy lag of the step's trajectories, in weight versions. */
+  public static final AttributeKey<Long> POLICY_LAG_MAX = AttributeKey.longKey("rl.policy_lag.max");
+  /** On {@code rl.grpo.step}: the mean policy lag of the step's trajectories, in weight versions. */
+  public static final AttributeKey<Double> POLICY_LAG_MEAN = AttributeKey.doubleKey("rl.policy_lag.mean");
   /** Bytes of weights a refit stage moved (on {@code rl.refit.transfer} and {@code rl.refit.load}). */
   public static final AttributeKey<Long> REFIT_BYTES = AttributeKey.longKey("rl.refit.bytes");
   /** How a refit's weights travel ({@code ravel-file}: a weights file the servers read). */

@@ -54,6 +54,15 @@ public final class StepMetricNames {
   public static final String REWARD_COMPONENT = "rl.step.reward.component";
   /** Counter, {@code {completion}}: completions scored 0 because the reward function raised. */
   public static final String REWARD_FAILED = "rl.step.reward.failed";
+  /**
+   * Histogram, {@code {version}}: one value per trajectory trained on, how many weight versions behind the trained
+   * policy it was sampled (policy lag; 0 in sync mode).
+   */
+  public static final String POLICY_LAG = "rl.step.policy_lag";
+  /** Gauge, {@code {group}}: groups waiting in the replay buffer as the step ended (async). */
+  public static final String BUFFER_DEPTH = "rl.buffer.depth";
+  /** Gauge, {@code {call}}: generate calls the collector had in flight as the step ended (async). */
+  public static final String COLLECTOR_IN_FLIGHT = "rl.collector.in_flight";
   /** Histogram, seconds: the step's wall time. */
   public static final String DURATION = "rl.step.duration";
   /** Histogram, seconds, with {@link #PHASE}: the wall time of each span group of the step. */

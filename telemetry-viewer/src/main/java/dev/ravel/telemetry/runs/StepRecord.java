@@ -33,11 +33,43 @@ import java.util.Map;
  *     written before it was recorded)
  * @param rewards the reward function's named components and its failed calls ({@code null} in lines written
  *     before they were recorded)
+ * @param lag how old the step's trajectories were and how full the async pipeline was ({@code null} in lines
+ *     written before it was recorded)
  */
 public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
     double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
     long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
-    Eval eval, Update update, Rewards rewards) {
+    Eval eval, Update update, Rewards rewards, Lag lag) {
+  /**
+   * Policy lag: how many weight versions behind the policy the step trained each trajectory was sampled (the
+   * oldest version that sampled one of its tokens), and how full the async pipeline was as the step ended.
+   *
+   * @param ages trajectories by age ({@code 0}: sampled by the policy the step trained, on-policy), ascending
+   * @param meanAge the mean age
+   * @param maxAge the largest age
+   * @param bufferDepth groups waiting in the replay buffer as the step ended (async; 0 in sync)
+   * @param inFlight generate calls the collector had in flight as the step ended (async; 0 in sync)
+   */
+  public record Lag(Map<Integer, Integer> ages, double meanAge, int maxAge, int bufferDepth, int inFlight) {
+    public Lag {
+      ages = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(ages == null ? Map.of() : ages));
+    }
+
+    /** The lag of {@code versions}, the behaviour versions of a step's trajectories, behind {@code trained}. */
+    public static Lag of(long trained, java.util.List<Long> versions, int bufferDepth, int inFlight) {
+      Map<Integer, Integer> ages = new java.util.TreeMap<>();
+      long sum = 0;
+      int max = 0;
+      for (long v : versions) {
+        int age = (int) Math.max(0, trained - v);
+        ages.merge(age, 1, Integer::sum);
+        sum += age;
+        max = Math.max(max, age);
+      }
+      return new Lag(ages, versions.isEmpty() ? 0 : (double) sum / versions.size(), max, bufferDepth, inFlight);
+    }
+  }
+
   /**
    * What a step's policy update measured (the trainer's {@code TrainMetrics}).
    *
@@ -95,14 +127,23 @@ public record StepRecord(int step, String mode, double rewardMean, double reward
       double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
       long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
     this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
-        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null, null);
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null, null, null);
+  }
+
+  /** A step recorded without its lag (lines written before it was). */
+  public StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
+      double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
+      long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
+      Eval eval, Update update, Rewards rewards) {
+    this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, eval, update, rewards, null);
   }
 
   /** This step with its eval scores. */
   public StepRecord withEval(Eval e) {
     return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
         stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e, update,
-        rewards);
+        rewards, lag);
   }
   static final ObjectMapper JSON = new ObjectMapper()
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);

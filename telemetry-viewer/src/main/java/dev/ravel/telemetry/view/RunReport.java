@@ -179,6 +179,8 @@ public final class RunReport {
     chart(h, "chart-reward-components", "Reward components (mean)");
     chart(h, "chart-length", "Completion length (tokens: mean, max)");
     chart(h, "chart-clip", "Tokens clipped: low, high, dual (share)");
+    chart(h, "chart-lag", "Policy lag of the trajectories trained (weight versions: mean, max)");
+    chart(h, "chart-pipeline", "Async pipeline at step end: groups in the buffer, collector calls in flight");
     chart(h, "chart-step-time", "Step time by goodput bucket (s)");
     chart(h, "chart-engine-queue", "Engine queue time, mean per interval (s)");
     chart(h, "chart-engine-preemptions", "Engine preemptions per interval");
@@ -277,6 +279,14 @@ public final class RunReport {
         finite(o, "length_mean", s.completions().meanTokens());
         o.put("length_max", s.completions().maxTokens());
         o.put("clipped", s.completions().clipped());
+      }
+      if (s.lag() != null) {
+        finite(o, "lag_mean", s.lag().meanAge());
+        o.put("lag_max", s.lag().maxAge());
+        o.put("buffer_depth", s.lag().bufferDepth());
+        o.put("in_flight", s.lag().inFlight());
+        ObjectNode ages = o.putObject("lag_ages");
+        s.lag().ages().forEach((age, n) -> ages.put(Integer.toString(age), n));
       }
       if (s.rewards() != null) {
         ObjectNode c = o.putObject("reward_components");

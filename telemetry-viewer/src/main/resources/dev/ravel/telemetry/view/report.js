@@ -248,6 +248,10 @@
     "step", true);
   lines("chart-clip", [stepSeries("clipped low", "clip_low", "#4e79a7"), stepSeries("clipped high", "clip_high", "#f28e2b"),
     stepSeries("dual clip", "clip_dual", "#b07aa1")], "step", true);
+  lines("chart-lag", [stepSeries("mean", "lag_mean", "#4e79a7"), stepSeries("max", "lag_max", "#f28e2b")],
+    "step", true);
+  lines("chart-pipeline", [stepSeries("buffer (groups)", "buffer_depth", "#59a14f"),
+    stepSeries("in flight (calls)", "in_flight", "#e15759")], "step", true);
   stacked("chart-step-time");
   engine("chart-engine-queue", "queue_time");
   engine("chart-engine-preemptions", "preemptions");

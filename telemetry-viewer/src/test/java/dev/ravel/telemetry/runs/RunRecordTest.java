@@ -121,6 +121,23 @@ final class RunRecordTest {
         .hasMessageStartingWith("not a step line");
   }
 
+  @Test
+  void lagOf_behaviourVersions_countsEachAgeBehindTheTrainedPolicyAndRoundTrips() {
+    StepRecord.Lag lag = StepRecord.Lag.of(5, List.of(5L, 4L, 4L, 3L, 5L, 5L), 7, 2);
+
+    assertThat(lag.ages()).containsExactly(Map.entry(0, 3), Map.entry(1, 2), Map.entry(2, 1));
+    assertThat(lag.ages().values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(6);
+    assertThat(lag.meanAge()).isEqualTo(4.0 / 6);
+    assertThat(lag.maxAge()).isEqualTo(2);
+    StepRecord s = step(3, 0.5, 2.0);
+    StepRecord withLag = new StepRecord(s.step(), s.mode(), s.rewardMean(), s.rewardStd(), s.kl(), s.loss(),
+        s.clipFraction(), s.tokens(), s.tokensPerSecond(), s.stepSeconds(), s.phases(), s.weightVersion(),
+        s.trajectories(), s.droppedForAge(), s.rayCalls(), s.traceId(), s.completions(), s.eval(), s.update(),
+        s.rewards(), lag);
+    assertThat(StepRecord.parse(withLag.toJsonLine())).isEqualTo(withLag);
+    assertThat(StepRecord.parse(withLag.toJsonLine()).lag().ages()).containsEntry(1, 2);
+  }
+
   static StepRecord step(int i, double reward, double seconds) {
     Map<String, Double> phases = new LinkedHashMap<>();
     phases.put("generation", 1.0);
