@@ -66,8 +66,6 @@ final class ServerClient {
    */
   private volatile boolean labelsAreVersions = true;
 
-  /** Completions sent again after a 503 (a server paused for a weight update); for tests and logs. */
-  private volatile long retried503;
 
   /**
    * @param senders where requests are sent and awaited, one thread each (at most {@code maxInFlight} at once)
@@ -169,7 +167,6 @@ final class ServerClient {
         if (response.statusCode() != 503 || System.nanoTime() + backoffMs * 1_000_000L > deadline) {
           break;
         }
-        retried503++;
         Thread.sleep(backoffMs);
         backoffMs = Math.min(1000, backoffMs * 2);
       }
@@ -215,11 +212,6 @@ final class ServerClient {
     return this;
   }
 
-  /** Completions sent again after a server answered 503 (paused for a weight update). */
-  long retried503() {
-    return retried503;
-  }
-
   /**
    * The server's weight versions of a completion as Ravel versions: each label read as a number (Ravel labels a
    * version by its number), {@code expected} for a label that is not one (a server that never had an update
@@ -252,8 +244,8 @@ final class ServerClient {
     long finish = Math.max(start, clock.getAsLong());
     int[] prompt = request.promptTokens();
     List<dev.ravel.workers.engine.VersionSpan> spans = labelsAreVersions ? versionSpans(c, version)
-        : versionSpans(new CompletionsProtocol.Completion(c.model(), c.tokens(), c.logprobs(), c.finishReason()),
-            version);
+        : c.tokens().length == 0 ? List.of() : List.of(new dev.ravel.workers.engine.VersionSpan(version, 0,
+            c.tokens().length));
     RequestStats stats = RequestStats.builder()
         .arrivalEpochNanos(start)
         .finishEpochNanos(finish)
