@@ -73,6 +73,11 @@ REWARD_FAILED: Final[str] = _ROLE["REWARD_FAILED"]
 RUN_ID: Final[str] = _RESOURCE["RUN_ID"]
 PROCESS_ROLE: Final[str] = _RESOURCE["PROCESS_ROLE"]
 PROCESS_PID: Final[str] = _RESOURCE["PROCESS_PID"]
+RAY_JOB_ID: Final[str] = _RESOURCE["RAY_JOB_ID"]
+RAY_ACTOR_ID: Final[str] = _RESOURCE["RAY_ACTOR_ID"]
+RAY_NODE_ID: Final[str] = _RESOURCE["RAY_NODE_ID"]
+RAY_NODE_IP: Final[str] = _RESOURCE["RAY_NODE_IP"]
+HOST_NAME: Final[str] = _RESOURCE["HOST_NAME"]
 
 #: Span groups, in the Java ``SpanGroup`` order.
 SPAN_GROUPS: Final[tuple[str, ...]] = tuple(CONTRACT["span_groups"])

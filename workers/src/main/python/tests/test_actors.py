@@ -204,8 +204,9 @@ def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
         assert stats["ended"] == 9 and stats["exported"] == 9
         files = list((tmp_path / "runs" / "ray-test").glob("traces-generation_worker-*.jsonl"))
         resource = json.loads(files[0].read_text().splitlines()[0])["resourceSpans"][0]["resource"]["attributes"]
-        keys = {a["key"] for a in resource}
-        assert {"ray.job.id", "ray.actor.id", "ray.node.id", "rl.process.role"} <= keys
+        values = {a["key"]: a["value"].get("stringValue") for a in resource}
+        assert {"ray.job.id", "ray.actor.id", "ray.node.id", "rl.process.role", "host.name"} <= values.keys()
+        assert values["ray.node.ip"] == ray.util.get_node_ip_address()  # the node the actor ran on
     finally:
         ray.shutdown()
         shutil.rmtree(ray_dir, ignore_errors=True)

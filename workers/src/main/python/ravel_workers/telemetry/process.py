@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -137,6 +138,7 @@ class ProcessTelemetry:
             names.RUN_ID: settings.run_id,
             names.PROCESS_ROLE: role,
             names.PROCESS_PID: self.pid,
+            names.HOST_NAME: socket.gethostname(),
         }
         attrs.update({k: v for k, v in (resource_attributes or {}).items() if v is not None})
         self.resource = Resource(attrs)
@@ -242,17 +244,18 @@ _process_lock = threading.Lock()
 
 
 def ray_resource() -> dict[str, str]:
-    """``ray.job.id``, ``ray.actor.id``, ``ray.node.id`` of the current Ray worker ({} outside Ray)."""
+    """``ray.job.id``, ``ray.actor.id``, ``ray.node.id``, ``ray.node.ip`` of the current Ray worker ({} outside Ray)."""
     try:
         import ray
 
         if not ray.is_initialized():
             return {}
         ctx = ray.get_runtime_context()
-        out = {"ray.job.id": ctx.get_job_id(), "ray.node.id": ctx.get_node_id()}
+        out = {names.RAY_JOB_ID: ctx.get_job_id(), names.RAY_NODE_ID: ctx.get_node_id(),
+               names.RAY_NODE_IP: ray.util.get_node_ip_address()}  # type: ignore[no-untyped-call]
         actor = ctx.get_actor_id()
         if actor:
-            out["ray.actor.id"] = actor
+            out[names.RAY_ACTOR_ID] = actor
         return {k: str(v) for k, v in out.items() if v}
     except Exception as e:  # noqa: BLE001 - no Ray, or no runtime context
         LOG.debug("no Ray runtime context for the telemetry resource: %s", e)

@@ -127,6 +127,13 @@ public final class RavelActors {
       return this;
     }
 
+    /** In bundle {@code bundle} of the placement group {@code group}; the actor's resources come from it. */
+    public Creator<I> placementGroup(io.ray.api.placementgroup.PlacementGroup group, int bundle) {
+      base.setPlacementGroup(Objects.requireNonNull(group, "group"), bundle);
+      return this;
+    }
+
+    /** {@code amount} of the resource {@code name} (Ray's {@code CPU}, or a custom one). */
     public Creator<I> resource(String name, double amount) {
       base.setResource(name, amount);
       return this;

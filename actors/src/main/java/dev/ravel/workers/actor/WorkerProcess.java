@@ -50,9 +50,21 @@ final class WorkerProcess {
       b.resource(RavelAttributes.RAY_JOB_ID, String.valueOf(ctx.getCurrentJobId()));
       b.resource(RavelAttributes.RAY_ACTOR_ID, String.valueOf(ctx.getCurrentActorId()));
       b.resource(RavelAttributes.RAY_NODE_ID, String.valueOf(ctx.getCurrentNodeId()));
+      nodeAddress(ctx).ifPresent(ip -> b.resource(RavelAttributes.RAY_NODE_IP, ip));
     } catch (RuntimeException e) {
       LOG.debug("no Ray runtime context for telemetry resource: {}", e.toString());
     }
     return b.start();
+  }
+
+  /** The address of the node this process runs on, as the cluster registered it. */
+  private static java.util.Optional<String> nodeAddress(RuntimeContext ctx) {
+    try {
+      io.ray.api.id.UniqueId self = ctx.getCurrentNodeId();
+      return ctx.getAllNodeInfo().stream().filter(n -> n.nodeId.equals(self)).map(n -> n.nodeAddress).findFirst();
+    } catch (RuntimeException e) {
+      LOG.debug("no node address for the telemetry resource: {}", e.toString());
+      return java.util.Optional.empty();
+    }
   }
 }

@@ -57,6 +57,43 @@ public final class Keys {
 
   private static final List<String> RUNTIMES = List.of(RUNTIME_JAVA, RUNTIME_PYTHON);
 
+  /**
+   * The resources of a {@code *.resources} value: {@code NAME=AMOUNT} each, in order.
+   *
+   * @throws ConfigException naming the key and the entry that is not a name and an amount above 0
+   */
+  public static Map<String, Double> resources(Key<List<String>> key, List<String> entries) {
+    return resources(key.dotted(), entries);
+  }
+
+  private static Map<String, Double> resources(String key, List<String> entries) {
+    Map<String, Double> out = new LinkedHashMap<>();
+    for (String e : entries) {
+      int eq = e.indexOf('=');
+      String name = eq < 0 ? "" : e.substring(0, eq).strip();
+      double amount;
+      try {
+        amount = eq < 0 ? Double.NaN : Double.parseDouble(e.substring(eq + 1).strip());
+      } catch (NumberFormatException x) {
+        amount = Double.NaN;
+      }
+      if (name.isEmpty() || !(amount > 0) || Double.isInfinite(amount)) {
+        throw new ConfigException(key, "'" + e + "' is not NAME=AMOUNT with an amount above 0");
+      }
+      if (name.equals("CPU") || name.equals("GPU")) {
+        throw new ConfigException(key, "'" + e + "': CPUs and GPUs are set by the num_cpus and num_gpus keys");
+      }
+      if (out.put(name, amount) != null) {
+        throw new ConfigException(key, "resource '" + name + "' is given twice");
+      }
+    }
+    return out;
+  }
+
+  private static Key.Check<List<String>> resources() {
+    return (k, v) -> resources(k, v);
+  }
+
   // ---- run ----
 
   /** {@code run.mode}: {@code sync} or {@code async} (read as {@link RunConfig#mode()}). */
@@ -97,6 +134,23 @@ public final class Keys {
   public static final Key<String> BACKEND = key("generation", "backend", STRING, BACKEND_EMBEDDED,
       oneOf("backend", List.of(BACKEND_EMBEDDED, BACKEND_OPENAI)),
       "`embedded` (Ravel's engine in each Java worker) or `openai` (vLLM-compatible HTTP servers)");
+  /** {@code generation.placement}: no placement group; Ray places each generation worker. */
+  public static final String PLACEMENT_NONE = "none";
+  /** The {@code generation.placement} values, each but {@code none} a Ray placement strategy. */
+  public static final List<String> PLACEMENTS = List.of(PLACEMENT_NONE, "pack", "spread", "strict_pack", "strict_spread");
+  /** {@code generation.placement}. */
+  public static final Key<String> PLACEMENT = key("generation", "placement", STRING, PLACEMENT_NONE,
+      oneOf("placement", PLACEMENTS), "`none` (Ray places each worker), or a placement group with one bundle per"
+          + " worker: `pack`, `spread` (over the nodes where it can; a dead node's bundles are placed again on the"
+          + " nodes left), `strict_pack`, `strict_spread` (one node per worker, or the run does not start)");
+  /** {@code generation.num_cpus}. */
+  public static final Key<Double> GENERATION_NUM_CPUS = key("generation", "num_cpus", NUMBER, 1.0,
+      in(0.01, 1024, true), "CPUs each generation worker's bundle holds (with `generation.placement` other than"
+          + " `none`)");
+  /** {@code generation.resources}. */
+  public static final Key<List<String>> GENERATION_RESOURCES = key("generation", "resources", LIST, List.of(),
+      resources(), "Ray resources each generation worker asks for, `NAME=AMOUNT` each (a custom resource pins the"
+          + " workers to the nodes that declare it); with a placement group they go into each worker's bundle");
   /** {@code generation.kv_token_budget}. */
   public static final Key<Integer> KV_TOKEN_BUDGET = key("generation", "kv_token_budget", INTEGER, 4096, atLeast(1),
       "each embedded engine's KV-cache budget in tokens (a prompt plus its new tokens must fit)");
@@ -175,6 +229,10 @@ public final class Keys {
   /** {@code trainer.num_gpus}. */
   public static final Key<Double> TRAINER_NUM_GPUS = key("trainer", "num_gpus", NUMBER, 0.0, in(0, 1024, true),
       "GPUs of the trainer");
+  /** {@code trainer.resources}. */
+  public static final Key<List<String>> TRAINER_RESOURCES = key("trainer", "resources", LIST, List.of(),
+      resources(), "Ray resources the trainer asks for, `NAME=AMOUNT` each (a custom resource pins it to the nodes"
+          + " that declare it); the replay buffer and the collector, which are not restarted either, go with it");
   /** {@code trainer.device}. */
   public static final Key<String> TRAINER_DEVICE = key("trainer", "device", STRING, "auto",
       oneOf("device", PythonWorkers.DEVICES), "`auto`, `cpu` or `cuda`, as `generation.device`");

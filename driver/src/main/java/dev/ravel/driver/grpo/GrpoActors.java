@@ -28,6 +28,7 @@ import dev.ravel.workers.trainer.PolicyTrainerActor;
 import dev.ravel.workers.trainer.TrainOutcome;
 import dev.ravel.workers.trainer.TrainerSpec;
 import io.ray.api.ObjectRef;
+import io.ray.api.placementgroup.PlacementGroup;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -90,21 +91,26 @@ final class GrpoActors {
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     GrpoConfig grpo = settings.grpo();
     GrpoSettings.Python py = settings.python();
+    PlacementGroup group = Placements.group(settings.placement(), settings.workers(), READY_TIMEOUT_MS);
     for (int i = 0; i < settings.workers(); i++) {
+      DriverSession.Creator<GenerationWorker> c;
       if (py != null) {
         String spec = PythonWorkers.generationSpec(py.model(), settings.seed(), eos, settings.modelName(), py.engine(),
             settings.maxRunningRequests(), py.generationDevice());
-        workers.add(session.pythonActor(PythonWorkers.GENERATION_WORKER, spec, GenerationWorker.class)
-            .maxConcurrency(settings.maxConcurrency()).gpus(py.generationGpus()).maxRestarts(settings.maxRestarts())
-            .remote());
-        continue;
+        c = session.pythonActor(PythonWorkers.GENERATION_WORKER, spec, GenerationWorker.class)
+            .gpus(py.generationGpus());
+      } else {
+        ServerBackendSpec servers = settings.servers() == null ? null
+            : settings.servers().forWorker(i, settings.workers());
+        GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
+            settings.modelName(), eos, weights, servers);
+        c = session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class);
       }
-      ServerBackendSpec servers = settings.servers() == null ? null
-          : settings.servers().forWorker(i, settings.workers());
-      GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
-          settings.modelName(), eos, weights, servers);
-      workers.add(session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class)
-          .maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
+      if (group != null) {
+        c.placementGroup(group, i).resource("CPU", settings.placement().cpus());
+      }
+      settings.placement().workerResources().forEach(c::resource);
+      workers.add(c.maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
     }
     GrpoSettings.Data data = settings.data();
     List<RavelActorHandle<RewardEnvironment>> rewards = new ArrayList<>();
@@ -121,19 +127,21 @@ final class GrpoActors {
         ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
             PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo,
                 from == null ? null : from.pythonStateFile()), PolicyTrainer.class)
-            .gpus(py.trainerGpus()).remote()
-        : session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class).remote();
+            .gpus(py.trainerGpus()).resources(settings.placement().trainerResources()).remote()
+        : session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class)
+            .resources(settings.placement().trainerResources()).remote();
     RavelActorHandle<ReplayBuffer> buffer = null;
     RavelActorHandle<TrajectoryCollector> collector = null;
     if (settings.async()) {
-      buffer = session.actor(ReplayBufferActor::new, ReplayBuffer.class).maxConcurrency(SERVICE_CONCURRENCY).remote();
+      buffer = session.actor(ReplayBufferActor::new, ReplayBuffer.class).maxConcurrency(SERVICE_CONCURRENCY)
+          .resources(settings.placement().trainerResources()).remote();
       CollectorSpec cs = new CollectorSpec(workers, rewards, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
           settings.groupsPerCall(), settings.maxRestarts(), from == null ? 0 : from.weightVersion(),
           data == null ? null : data.prepared().prompts());
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
-          .maxConcurrency(SERVICE_CONCURRENCY).remote();
+          .maxConcurrency(SERVICE_CONCURRENCY).resources(settings.placement().trainerResources()).remote();
     }
     GrpoActors actors = new GrpoActors(workers, rewards, trainer, buffer, collector,
         new Failover(session.spans(), settings.maxRestarts(), workers, rewards), ObjectStore.RAY);

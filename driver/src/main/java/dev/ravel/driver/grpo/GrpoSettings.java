@@ -39,12 +39,40 @@ import dev.ravel.workers.python.PythonModel;
  * @param data your model's data and reward ({@code data.train}, {@code reward.*}); null for the built-in task
  * @param inflightUpdates async: the collector's calls go on through each refit, their requests finishing under
  *     the new weights ({@code generation.inflight_updates}); otherwise it drains first
+ * @param placement where the generation workers go ({@code generation.placement}, {@code generation.num_cpus})
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
     int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data, Reward reward,
-    boolean inflightUpdates) {
+    boolean inflightUpdates, Placement placement) {
+
+  /**
+   * The generation workers' placement group.
+   *
+   * @param strategy Ray's placement strategy, or null for none (Ray places each worker on its own)
+   * @param cpus the CPUs of each worker's bundle
+   * @param gpus the GPUs of each worker's bundle (Python workers' {@code generation.num_gpus})
+   * @param workerResources the other resources each generation worker asks for ({@code generation.resources})
+   * @param trainerResources the resources the trainer, the replay buffer and the collector ask for
+   *     ({@code trainer.resources})
+   */
+  record Placement(io.ray.api.placementgroup.PlacementStrategy strategy, double cpus, double gpus,
+      java.util.Map<String, Double> workerResources, java.util.Map<String, Double> trainerResources) {
+    Placement {
+      workerResources = java.util.Map.copyOf(workerResources);
+      trainerResources = java.util.Map.copyOf(trainerResources);
+    }
+
+    static Placement of(RunConfig config) {
+      String name = config.get(Keys.PLACEMENT);
+      return new Placement(name.equals(Keys.PLACEMENT_NONE) ? null
+          : io.ray.api.placementgroup.PlacementStrategy.valueOf(name.toUpperCase(java.util.Locale.ROOT)),
+          config.get(Keys.GENERATION_NUM_CPUS), config.pythonWorkers() ? config.get(Keys.GENERATION_NUM_GPUS) : 0.0,
+          Keys.resources(Keys.GENERATION_RESOURCES, config.get(Keys.GENERATION_RESOURCES)),
+          Keys.resources(Keys.TRAINER_RESOURCES, config.get(Keys.TRAINER_RESOURCES)));
+    }
+  }
 
   /**
    * How rewards are computed.
@@ -142,7 +170,8 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
                         config.get(Keys.EVAL_PASS_THRESHOLD))),
         new Reward(config.get(Keys.REWARD_WORKERS), config.get(Keys.REWARD_ON_ERROR),
             config.get(Keys.REWARD_TIMEOUT_S), config.get(Keys.REWARD_CLASS)),
-        config.get(Keys.INFLIGHT_UPDATES));
+        config.get(Keys.INFLIGHT_UPDATES),
+        Placement.of(config));
   }
 
   /**

@@ -102,8 +102,18 @@ public final class DriverSession implements AutoCloseable {
       RayVersions.check(addr, started != null ? started.dashboardUrl()
           : RayVersions.dashboardOf(addr, env.get(RayVersions.DASHBOARD_ENV)));
       connect(addr, codePath, b.workerJvmOptions);
+      if (started == null) {
+        RunsDirCheck.verify(config.runDir()); // a cluster Ravel did not start may not share the driver's files
+      }
     } catch (RuntimeException | Error e) {
       // for example Ray.init() failing on a jar or native-library mismatch: leave no head running
+      if (Ray.isInitialized()) {
+        try {
+          Ray.shutdown();
+        } catch (RuntimeException shutdown) {
+          e.addSuppressed(shutdown);
+        }
+      }
       telemetry.close();
       if (started != null) {
         started.close();
@@ -325,6 +335,24 @@ public final class DriverSession implements AutoCloseable {
 
     public Creator<I> jvmOptions(List<String> options) {
       creator.jvmOptions(options);
+      return this;
+    }
+
+    /** In bundle {@code bundle} of the placement group {@code group}. */
+    public Creator<I> placementGroup(io.ray.api.placementgroup.PlacementGroup group, int bundle) {
+      creator.placementGroup(group, bundle);
+      return this;
+    }
+
+    /** {@code amount} of the resource {@code name} (Ray's {@code CPU}, or a custom one such as a node's). */
+    public Creator<I> resource(String name, double amount) {
+      creator.resource(name, amount);
+      return this;
+    }
+
+    /** Each of {@code resources}, as {@link #resource}. */
+    public Creator<I> resources(Map<String, Double> resources) {
+      resources.forEach(creator::resource);
       return this;
     }
 

@@ -37,6 +37,32 @@ final class RunConfigTest {
   }
 
   @Test
+  void load_resourcesAreNameEqualsAmountEachAboveZeroAndNamedOnce() {
+    RunConfig c = RunConfig.load(null, List.of("generation.resources=[ravel_node_1=0.5, accel=1]",
+        "trainer.resources=ravel_node_0=0.01"), Map.of());
+    assertThat(Keys.resources(Keys.GENERATION_RESOURCES, c.get(Keys.GENERATION_RESOURCES)))
+        .containsExactly(Map.entry("ravel_node_1", 0.5), Map.entry("accel", 1.0));
+    assertThat(Keys.resources(Keys.TRAINER_RESOURCES, c.get(Keys.TRAINER_RESOURCES)))
+        .containsExactly(Map.entry("ravel_node_0", 0.01));
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.resources=[ravel_node_1]"), Map.of()),
+        "generation.resources").getMessage()).contains("'ravel_node_1'", "NAME=AMOUNT");
+    assertConfigError(() -> RunConfig.load(null, List.of("trainer.resources=[a=0]"), Map.of()), "trainer.resources");
+    assertConfigError(() -> RunConfig.load(null, List.of("trainer.resources=[a=lots]"), Map.of()), "trainer.resources");
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("trainer.resources=[GPU=1]"), Map.of()),
+        "trainer.resources").getMessage()).contains("num_gpus");
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.resources=[a=1, a=2]"), Map.of()),
+        "generation.resources").getMessage()).contains("'a' is given twice");
+  }
+
+  @Test
+  void load_placementIsOneOfTheNamedStrategies() {
+    assertThat(RunConfig.load(null, List.of(), Map.of()).get(Keys.PLACEMENT)).isEqualTo("none");
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.placement=scatter"), Map.of()),
+        "generation.placement").getMessage()).contains("scatter", "strict_spread");
+    assertConfigError(() -> RunConfig.load(null, List.of("generation.num_cpus=0"), Map.of()), "generation.num_cpus");
+  }
+
+  @Test
   void load_groupsPerCallMustFitTheStep() {
     assertThat(RunConfig.load(null, List.of(), Map.of()).get(Keys.GROUPS_PER_CALL)).isZero();
     assertConfigError(() -> RunConfig.load(null, List.of("grpo.groups_per_call=-1"), Map.of()), "grpo.groups_per_call");

@@ -34,6 +34,29 @@ final class GrpoSettingsTest {
   }
 
   @Test
+  void from_placementNoneHasNoStrategyAndOthersAreRaysWithTheirBundle() {
+    assertThat(of().placement().strategy()).isNull();
+    GrpoSettings s = of("generation.placement=strict_spread", "generation.num_cpus=0.5",
+        "generation.resources=[ravel_node_1=0.01]", "trainer.resources=[ravel_node_0=0.01]");
+    assertThat(s.placement().strategy()).isEqualTo(io.ray.api.placementgroup.PlacementStrategy.STRICT_SPREAD);
+    assertThat(Placements.bundle(s.placement())).containsExactly(Map.entry("CPU", 0.5), Map.entry("ravel_node_1", 0.01));
+    assertThat(s.placement().trainerResources()).containsExactly(Map.entry("ravel_node_0", 0.01));
+    // a Java worker asks for no GPU even when generation.num_gpus is set (it is the Python workers' key)
+    assertThat(Placements.bundle(of("generation.placement=pack", "generation.num_gpus=1").placement()))
+        .containsOnlyKeys("CPU");
+  }
+
+  @Test
+  void placementMessage_namesTheKeyTheBundlesAndTheAliveNodes() {
+    GrpoSettings s = of("generation.placement=strict_spread");
+    assertThat(Placements.message(s.placement(), 3, Placements.bundle(s.placement()),
+        List.of("10.231.7.1 (CPU 4, GPU 0)", "10.231.7.2 (CPU 4, GPU 0)"), 60_000))
+        .isEqualTo("generation.placement=strict_spread: Ray could not place 3 bundles of {CPU=1.0} (one per generation"
+            + " worker) within 60 s on the cluster's 2 alive nodes [10.231.7.1 (CPU 4, GPU 0), 10.231.7.2 (CPU 4, GPU 0)];"
+            + " lower generation.num_cpus or generation.workers, or choose another placement");
+  }
+
+  @Test
   void from_ignoreEosReachesTheSamplingSettings() {
     assertThat(of().sampling().ignoreEos()).isFalse();
     assertThat(of("generation.ignore_eos=true").sampling().ignoreEos()).isTrue();

@@ -66,6 +66,27 @@ public final class ProcessTelemetry implements AutoCloseable {
   private final SdkMeterProvider meters;
   private volatile boolean closed;
 
+  /** The host's name as the kernel has it (no name lookup, which can hang where no resolver answers). */
+  static String hostName() {
+    try {
+      String n = java.nio.file.Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
+      if (!n.isEmpty()) {
+        return n;
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      // not Linux: the environment's or Java's own name below
+    }
+    String env = System.getenv("HOSTNAME");
+    if (env != null && !env.isBlank()) {
+      return env.strip();
+    }
+    try {
+      return java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.io.IOException e) {
+      return "unknown";
+    }
+  }
+
   private ProcessTelemetry(Builder b) {
     this.config = b.config;
     this.role = b.role;
@@ -77,6 +98,7 @@ public final class ProcessTelemetry implements AutoCloseable {
         .put(RavelAttributes.RUN_ID, config.runId())
         .put(RavelAttributes.PROCESS_ROLE, role)
         .put(RavelAttributes.PROCESS_PID, ProcessHandle.current().pid())
+        .put(RavelAttributes.HOST_NAME, hostName())
         .putAll(b.resource.build())
         .build()));
 

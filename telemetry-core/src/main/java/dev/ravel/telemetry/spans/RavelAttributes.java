@@ -16,6 +16,10 @@ public final class RavelAttributes {
   public static final AttributeKey<String> RAY_JOB_ID = AttributeKey.stringKey("ray.job.id");
   public static final AttributeKey<String> RAY_ACTOR_ID = AttributeKey.stringKey("ray.actor.id");
   public static final AttributeKey<String> RAY_NODE_ID = AttributeKey.stringKey("ray.node.id");
+  /** The address of the Ray node the process runs on (Ray's node manager address). */
+  public static final AttributeKey<String> RAY_NODE_IP = AttributeKey.stringKey("ray.node.ip");
+  /** The host's name (OpenTelemetry's {@code host.name}). */
+  public static final AttributeKey<String> HOST_NAME = AttributeKey.stringKey("host.name");
   public static final AttributeKey<Long> PROCESS_PID = AttributeKey.longKey("process.pid");
 
   // actor calls

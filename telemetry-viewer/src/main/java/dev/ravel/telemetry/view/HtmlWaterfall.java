@@ -154,6 +154,9 @@ public final class HtmlWaterfall {
       if (!p.service().isEmpty()) {
         h.append(" <span class=\"legend-service\">(").append(Fmt.html(p.service())).append(")</span>");
       }
+      if (!p.node().isEmpty()) {
+        h.append(" <span class=\"legend-node\">on ").append(Fmt.html(p.node())).append("</span>");
+      }
       h.append("</li>\n");
     }
     h.append("</ul>\n<div class=\"controls\"><button type=\"button\" id=\"expand-all\">Expand all</button>")

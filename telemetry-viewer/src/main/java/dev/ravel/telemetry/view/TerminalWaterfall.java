@@ -118,7 +118,8 @@ public final class TerminalWaterfall {
     List<String> legend = new ArrayList<>();
     for (WaterfallModel.Process p : model.processes()) {
       legend.add(paint.p("p" + (p.index() + 1), colour(p.index())) + " " + Fmt.clean(p.name())
-          + (p.service().isEmpty() ? "" : " (" + Fmt.clean(p.service()) + ")"));
+          + (p.service().isEmpty() ? "" : " (" + Fmt.clean(p.service()) + ")")
+          + (p.node().isEmpty() ? "" : " on " + Fmt.clean(p.node())));
     }
     out.addAll(pack(legend, "processes: ", "  ", width));
     out.add("");

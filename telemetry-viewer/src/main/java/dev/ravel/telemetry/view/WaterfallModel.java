@@ -27,8 +27,13 @@ final class WaterfallModel {
    * @param name the span's {@link SpanRecord#process()} ({@code role/pid})
    * @param service the service of the first span seen in it (display order)
    * @param index its place in first-seen order, from 0: what picks its colour
+   * @param node the address of the Ray node it ran on ({@code ray.node.ip}), empty when unknown
    */
-  record Process(String name, String service, int index) {}
+  record Process(String name, String service, int index, String node) {
+    Process(String name, String service, int index) {
+      this(name, service, index, "");
+    }
+  }
 
   /**
    * A phase of the step ({@link StepView#phaseNanos()}).
@@ -106,7 +111,8 @@ final class WaterfallModel {
     this.extent = Math.max(1, step.traceDurationNanos());
     Map<String, Process> procs = new LinkedHashMap<>();
     for (SpanNode n : step.nodes()) {
-      procs.computeIfAbsent(n.span().process(), p -> new Process(p, n.span().service(), procs.size()));
+      procs.computeIfAbsent(n.span().process(), p -> new Process(p, n.span().service(), procs.size(),
+          nodeOf(n.span())));
     }
     this.byName = Collections.unmodifiableMap(procs);
     this.processes = List.copyOf(procs.values());
@@ -193,5 +199,10 @@ final class WaterfallModel {
   /** The step's goodput: productive, overhead, idle and wasted, in that order. */
   List<Slice> goodput() {
     return goodput;
+  }
+
+  private static String nodeOf(SpanRecord s) {
+    Object ip = s.resourceAttribute(dev.ravel.telemetry.spans.RavelAttributes.RAY_NODE_IP);
+    return ip == null ? "" : ip.toString();
   }
 }

@@ -48,6 +48,20 @@ final class WaterfallModelTest {
   }
 
   @Test
+  void processes_carryTheRayNodeTheyRanOn() {
+    String t = tid(71);
+    java.util.Map<String, Object> remote = new java.util.LinkedHashMap<>(TestSpans.WORKER_1);
+    remote.put("ray.node.ip", "10.231.7.2");
+    StepView step = RunView.of(List.of(span(t, 1, 0, "rl.grpo.step", 0, 10).attr("rl.step", 1L).build(),
+        span(t, 2, 1, "rl.worker.generate", 1, 9).in(remote).build())).step(1).orElseThrow();
+    WaterfallModel m = WaterfallModel.of(step);
+    assertThat(m.processes()).containsExactly(new WaterfallModel.Process("driver/100", "ravel-driver", 0, ""),
+        new WaterfallModel.Process("generation_worker/201", "ravel-generation_worker", 1, "10.231.7.2"));
+    assertThat(new TerminalWaterfall().render(step, 120, false))
+        .contains("generation_worker/201 (ravel-generation_worker) on 10.231.7.2");
+  }
+
+  @Test
   void processIndex_knownProcessIsItsPlaceAndAnUnknownOneIsZero() {
     assertThat(model.processIndex("trainer/300")).isEqualTo(3);
     assertThat(model.processIndex("generation_worker/201")).isEqualTo(1);
