@@ -42,8 +42,9 @@
 # (DIR/nodeI/*.log). Prints what it killed. Does nothing, successfully, when nothing is up.
 #
 # Environment: RAVEL_CLUSTER_NAME (default ravel; --name), RAVEL_CLUSTER_DIR (state; default /tmp/ravel-cluster,
-# /tmp/ravel-cluster-NAME for another name; --dir; keep it short: Ray's unix socket paths must stay under 107
-# characters), RAVEL_CLUSTER_SUBNET, RAVEL_RAY_VENV. Never uses `ray stop` or kills by name.
+# /tmp/ravel-cluster-NAME for another name; --dir; keep it short: Ray's unix socket paths, 76 characters longer
+# with 5-digit PIDs, 78 with 7-digit ones, may have 107, so 31 or 29 at most), RAVEL_CLUSTER_SUBNET,
+# RAVEL_RAY_VENV. Never uses `ray stop` or kills by name; never talks to the namespaces' addresses from the host.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -104,7 +105,7 @@ while [ $# -gt 0 ]; do
         up:--health-check-period-ms) need_uint "$opt" "$val"; HC_PERIOD_MS="$val" ;;
         up:--health-check-failures) need_uint "$opt" "$val"; HC_FAILURES="$val" ;;
         up:--timeout) need_uint "$opt" "$val"; TIMEOUT="$val" ;;
-        up:--venv|status:--venv) VENV_OPT="$val" ;;
+        up:--venv) VENV_OPT="$val" ;;
         exec:--private-tmp) PRIVATE_TMPS+=("$val") ;;
         *) usage_error "unknown option '$opt' for '$CMD'" ;;
       esac
@@ -360,7 +361,7 @@ start_node() {
   fi
   args+=(--num-cpus "$cpus")
   [ "$gpus" = 0 ] || args+=(--num-gpus "$gpus")
-  echo "# $(date '+%F %T') ip netns exec $ns ${env_[*]:3} ${args[*]}" >>"$log"
+  echo "# $(date '+%F %T') ip netns exec $ns ${env_[*]:4} ${args[*]}" >>"$log"
   # setsid: out of the caller's process group and terminal (no fork: a background job is no group leader);
   # ip netns exec and env exec, so $! is the PID of `ray start` itself. The lock's fd is not inherited.
   setsid ip netns exec "$ns" "${env_[@]}" "${args[@]}" </dev/null >>"$log" 2>&1 9>&- &
@@ -426,10 +427,17 @@ cmd_up() {
     || usage_error "bad --memory-mb or --port"
   [ "$HC_PERIOD_MS" -ge 1 ] && [ "$HC_FAILURES" -ge 1 ] && [ "$TIMEOUT" -ge 1 ] \
     || usage_error "--health-check-period-ms, --health-check-failures and --timeout must be at least 1"
-  # Ray's unix sockets live at TEMPDIR/session_<date>_<time>_<micros>_<pid>/sockets/<name> (~72 characters
-  # after TEMPDIR), and a socket path may have 107 at most
-  local longest="$STATE/node$(( NODES - 1 ))/tmp"
-  [ "${#longest}" -le 35 ] || die "state dir '$STATE' is too long for Ray's unix socket paths (temp dir $longest has ${#longest} characters, at most 35): use a shorter --dir / RAVEL_CLUSTER_DIR"
+  # Ray's unix sockets live at TEMPDIR/session_<date>_<time>_<micros>_<head pid>/sockets/<name>, and a socket
+  # path may have 107 characters at most: the head has dash_MetricsHead (16; the dashboard's longest by default),
+  # the other nodes plasma_store (12); the PID has as many digits as the largest one this host hands out
+  local pid_digits last_node longest_head longest_worker
+  pid_digits=$(( $(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304) - 1 )) last_node=$(( NODES - 1 ))
+  pid_digits=${#pid_digits}
+  # STATE + "/node0/tmp" + "/session_YYYY-MM-DD_HH-MM-SS_UUUUUU_" + PID + "/sockets/" + name
+  longest_head=$(( ${#STATE} + 10 + 36 + pid_digits + 9 + 16 ))
+  longest_worker=$(( ${#STATE} + 9 + ${#last_node} + 36 + pid_digits + 9 + 12 ))
+  [ "$longest_head" -le 107 ] && [ "$longest_worker" -le 107 ] \
+    || die "state dir '$STATE' (${#STATE} characters) is too long for Ray's unix socket paths (the head's would have $longest_head, at most 107): use a shorter --dir / RAVEL_CLUSTER_DIR (at most $(( ${#STATE} + 107 - longest_head )) characters)"
   resolve_venv
   mkdir -p "$STATE"
   exec 9>>"$STATE/.lock"
@@ -471,6 +479,7 @@ cmd_up() {
   t0="$(now)"
   UP_STARTED=1
   trap on_up_exit EXIT
+  trap 'exit 129' HUP
   trap 'exit 130' INT
   trap 'exit 143' TERM
   rm -rf "$STATE/driver-tmp-ray" "$ENV_FILE" "$STATE/config"
