@@ -10,6 +10,8 @@
 #   scripts/cluster.sh exec [--private-tmp DIR]... -- CMD [ARGS...]
 #                                             runs CMD in the head's namespace (exit code, stdin/out/err are CMD's)
 #   scripts/cluster.sh kill-raylet I          SIGKILLs node I's raylet (node-loss tests); prints its PID
+#   scripts/cluster.sh kill-node I            SIGKILLs every process of node I (its namespace's: raylet, agents,
+#                                             workers), as when the machine dies; prints how many
 #   scripts/cluster.sh pids I                 prints node I's `ray start` PID and raylet PID ("-" when gone)
 #   scripts/cluster.sh down                   stops every node by PID, deletes the namespaces; keeps the logs
 # Every command also takes --name NAME and --dir DIR (below).
@@ -56,7 +58,7 @@ usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' 
 CMD="${1:-}"
 case "$CMD" in
   -h|--help|help) usage; exit 0 ;;
-  up|down|status|exec|kill-raylet|pids) shift ;;
+  up|down|status|exec|kill-raylet|kill-node|pids) shift ;;
   "") usage_error "no command given" ;;
   *) usage_error "unknown command '$CMD'" ;;
 esac
@@ -111,7 +113,7 @@ while [ $# -gt 0 ]; do
       esac
       ;;
     *)
-      if [[ "$CMD" =~ ^(kill-raylet|pids)$ ]] && [ -z "$NODE_ARG" ]; then NODE_ARG="$opt"
+      if [[ "$CMD" =~ ^(kill-raylet|kill-node|pids)$ ]] && [ -z "$NODE_ARG" ]; then NODE_ARG="$opt"
       else usage_error "unexpected argument '$opt' for '$CMD'"; fi
       ;;
   esac
@@ -659,6 +661,19 @@ cmd_kill_raylet() {
   kill -KILL "$p"
   echo "$p"
 }
+cmd_kill_node() {
+  node_arg
+  [ "$NODE_ARG" != 0 ] || die "kill-node 0 would kill the head; lose a worker node instead"
+  local ns p n=0
+  ns="$(node_ns "$NODE_ARG")"
+  ns_exists "$ns" || die "namespace $ns is gone"
+  # the raylet first, so that nothing it supervises is started again, then everything else in the namespace
+  if p="$(raylet_pid "$NODE_ARG")"; then kill -KILL "$p" 2>/dev/null && n=$(( n + 1 )); fi
+  for p in $(ip netns pids "$ns" 2>/dev/null || true); do
+    if in_ns "$p" "$ns"; then kill -KILL "$p" 2>/dev/null && n=$(( n + 1 )); fi
+  done
+  echo "$n"
+}
 cmd_pids() {
   node_arg
   local r
@@ -680,5 +695,6 @@ case "$CMD" in
   status) cmd_status ;;
   exec) cmd_exec ;;
   kill-raylet) cmd_kill_raylet ;;
+  kill-node) cmd_kill_node ;;
   pids) cmd_pids ;;
 esac

@@ -133,7 +133,9 @@ final class RunCommand implements Callable<Integer> {
           steps = run.history();
         }
         faults = run.faults();
-        extra.put("faults", faults.json());
+        Map<String, Object> faultsJson = new LinkedHashMap<>(faults.json());
+        faultsJson.put("dead_nodes", run.deadNodes());
+        extra.put("faults", faultsJson);
         extra.put("final_weights_sha256", run.finalWeightsSha256());
         if (from != null) {
           extra.put("resumed_after_step", from.completedSteps());

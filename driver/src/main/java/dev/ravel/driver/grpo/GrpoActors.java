@@ -28,9 +28,12 @@ import dev.ravel.workers.trainer.PolicyTrainerActor;
 import dev.ravel.workers.trainer.TrainOutcome;
 import dev.ravel.workers.trainer.TrainerSpec;
 import io.ray.api.ObjectRef;
+import io.ray.api.exception.RayActorException;
 import io.ray.api.placementgroup.PlacementGroup;
 import java.util.ArrayList;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A GRPO run's actors: generation workers, the reward environment and the policy trainer, and in async
@@ -38,6 +41,7 @@ import java.util.List;
  * not charged to the first step.
  */
 final class GrpoActors {
+  private static final Logger LOG = LoggerFactory.getLogger(GrpoActors.class);
   /** Replay-buffer and collector calls served at once (takes, pushes and stats overlap). */
   private static final int SERVICE_CONCURRENCY = 4;
   /** How long the run waits for its actors to start (a Python actor imports PyTorch; a GPU may be busy). */
@@ -273,10 +277,22 @@ final class GrpoActors {
     return served;
   }
 
-  /** Each generation worker's engine counters. */
+  /**
+   * Each generation worker's engine counters; a worker whose process died after the last step (its node lost,
+   * say) is left out with a warning: the run's result does not depend on them.
+   */
   List<EngineStats> engineStats() {
     List<RavelRef<EngineStats>> refs = new ArrayList<>();
     workers.forEach(w -> refs.add(w.call(GenerationWorker::engineStats)));
-    return refs.stream().map(RavelRef::get).toList();
+    List<EngineStats> out = new ArrayList<>();
+    for (int i = 0; i < refs.size(); i++) {
+      try {
+        out.add(refs.get(i).get());
+      } catch (RayActorException e) {
+        LOG.warn("generation_worker/{}: no engine counters, its process died after the last step ({})", i,
+            String.valueOf(e.getMessage()).lines().findFirst().orElse(""));
+      }
+    }
+    return out;
   }
 }

@@ -14,7 +14,10 @@ import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.Tokenizer;
 import dev.ravel.workers.task.ArithmeticTask;
 import io.opentelemetry.api.trace.Span;
+import io.ray.api.Ray;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * GRPO on Ray, sync or async, one trace per step (see docs/design.md, "Span placement"): creates the run's
@@ -37,6 +40,8 @@ public final class GrpoRun {
   private Steps steps;
   private GrpoActors actors;
   private AsyncLoop async;
+  /** The nodes alive once the actors had started (id to address). */
+  private Map<String, String> nodesAtStart = Map.of();
 
   /** A run of {@code config}'s GRPO settings in {@code session}, reporting each step to {@code listener}. */
   public GrpoRun(DriverSession session, RunConfig config, StepListener listener) {
@@ -83,6 +88,7 @@ public final class GrpoRun {
     ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
     long serving = resume == null ? initial.version() : resume.weightVersion();
     actors = GrpoActors.create(session, settings, initial, resume, eos);
+    nodesAtStart = aliveNodes();
     TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig, eos);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
@@ -140,6 +146,31 @@ public final class GrpoRun {
    */
   public BufferStats bufferStats() {
     return async == null ? null : async.bufferStats();
+  }
+
+  /**
+   * The nodes alive when the run's actors had started that the cluster now counts dead, each as
+   * {@code address (node id)}: a node lost mid-run, for run.json's {@code faults}.
+   */
+  public List<String> deadNodes() {
+    if (nodesAtStart.isEmpty()) {
+      return List.of();
+    }
+    Map<String, String> alive = aliveNodes();
+    return nodesAtStart.entrySet().stream().filter(e -> !alive.containsKey(e.getKey()))
+        .map(e -> e.getValue() + " (" + e.getKey() + ")").toList();
+  }
+
+  /** The cluster's alive nodes, id to address; empty when Ray cannot say. */
+  private static Map<String, String> aliveNodes() {
+    try {
+      Map<String, String> m = new LinkedHashMap<>();
+      Ray.getRuntimeContext().getAllNodeInfo().stream().filter(n -> n.isAlive)
+          .forEach(n -> m.put(n.nodeId.toString(), n.nodeAddress));
+      return m;
+    } catch (RuntimeException e) {
+      return Map.of();
+    }
   }
 
   /**

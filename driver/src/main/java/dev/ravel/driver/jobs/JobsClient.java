@@ -89,6 +89,18 @@ public final class JobsClient {
     return Json.read(r.body(), Json.VersionResponse.class, "version").rayVersion();
   }
 
+  /** The addresses of the cluster's alive nodes, as each registered with the GCS ({@code nodeManagerAddress}). */
+  public List<String> aliveNodeAddresses() {
+    HttpResponse<String> r = send(get("/nodes?view=summary"), "list the cluster's nodes", null);
+    Json.NodesResponse nodes = Json.read(r.body(), Json.NodesResponse.class, "nodes");
+    if (nodes == null || nodes.data() == null || nodes.data().summary() == null) {
+      return List.of();
+    }
+    return nodes.data().summary().stream().map(Json.NodeSummary::raylet)
+        .filter(n -> n != null && "ALIVE".equals(n.state()) && n.nodeManagerAddress() != null)
+        .map(Json.Raylet::nodeManagerAddress).distinct().toList();
+  }
+
   /** Submits a job; returns its submission id. */
   public JobSubmission submit(JobRequest request) {
     Objects.requireNonNull(request, "request");

@@ -61,6 +61,21 @@ final class Json {
       @JsonProperty("ray_version") String rayVersion,
       @JsonProperty("session_name") String sessionName) {}
 
+  /** {@code GET /nodes?view=summary} answer (the dashboard's node module): each node's GCS entry under "raylet". */
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  record NodesResponse(@JsonProperty("data") NodesData data) {}
+
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  record NodesData(@JsonProperty("summary") List<NodeSummary> summary) {}
+
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  record NodeSummary(@JsonProperty("raylet") Raylet raylet) {}
+
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  record Raylet(
+      @JsonProperty("state") String state,
+      @JsonProperty("nodeManagerAddress") String nodeManagerAddress) {}
+
   /** {@code DriverInfo}. */
   @JsonIgnoreProperties(ignoreUnknown = true)
   record Driver(

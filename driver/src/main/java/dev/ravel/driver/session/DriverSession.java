@@ -2,6 +2,8 @@ package dev.ravel.driver.session;
 
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
+import dev.ravel.driver.jobs.JobsClient;
+import dev.ravel.driver.jobs.JobsException;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.env.HeadEnvironment;
 import dev.ravel.telemetry.env.WorkerEnvironment;
@@ -20,12 +22,15 @@ import io.ray.api.Ray;
 import io.ray.api.function.PyActorClass;
 import io.ray.api.function.RayFunc0;
 import io.ray.api.function.RayFunc1;
+import java.net.URI;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -99,9 +104,11 @@ public final class DriverSession implements AutoCloseable {
       this.address = addr;
       this.head = started;
       // a driver of another Ray release than the cluster's fails inside Ray.init() with an NPE: say so first
-      RayVersions.check(addr, started != null ? started.dashboardUrl()
-          : RayVersions.dashboardOf(addr, env.get(RayVersions.DASHBOARD_ENV)));
-      connect(addr, codePath, b.workerJvmOptions);
+      URI dashboard = started != null ? started.dashboardUrl()
+          : RayVersions.dashboardOf(addr, env.get(RayVersions.DASHBOARD_ENV));
+      RayVersions.check(addr, dashboard);
+      connect(addr, started != null ? Optional.of("127.0.0.1") : nodeAddress(addr, dashboard), codePath,
+          b.workerJvmOptions);
       if (started == null) {
         RunsDirCheck.verify(config.runDir()); // a cluster Ravel did not start may not share the driver's files
       }
@@ -140,12 +147,31 @@ public final class DriverSession implements AutoCloseable {
     return new Builder(config);
   }
 
-  private static void connect(String address, List<Path> codePath, List<String> workerJvm) {
-    String host = address.contains(":") ? address.substring(0, address.lastIndexOf(':')) : address;
-    System.setProperty("ray.address", address);
-    if (host.equals("127.0.0.1") || host.equals("localhost")) {
-      System.setProperty("ray.node-ip", "127.0.0.1");
+  /**
+   * The address of this machine's node in the cluster at {@code address}, from the cluster's own list of its nodes;
+   * empty when the dashboard cannot say (then a loopback GCS address means a loopback node, as for Ravel's heads).
+   */
+  private static Optional<String> nodeAddress(String address, URI dashboard) {
+    List<String> nodes;
+    try {
+      nodes = JobsClient.builder().baseUrl(dashboard).connectTimeout(Duration.ofSeconds(3))
+          .requestTimeout(Duration.ofSeconds(5)).build().aliveNodeAddresses();
+    } catch (JobsException | IllegalArgumentException e) {
+      LOG.warn("could not list the cluster's nodes at {} ({}); the driver's node address is Ray's guess", dashboard,
+          e.getMessage());
+      nodes = List.of();
     }
+    Optional<String> chosen = NodeAddress.choose(address, nodes, NodeAddress.localAddresses());
+    if (chosen.isEmpty()) {
+      String host = NodeAddress.hostOf(address);
+      return host.equals("127.0.0.1") || host.equals("localhost") ? Optional.of("127.0.0.1") : Optional.empty();
+    }
+    return chosen;
+  }
+
+  private static void connect(String address, Optional<String> nodeIp, List<Path> codePath, List<String> workerJvm) {
+    System.setProperty("ray.address", address);
+    nodeIp.ifPresent(ip -> System.setProperty("ray.node-ip", ip));
     System.setProperty("ray.job.code-search-path",
         codePath.stream().map(Path::toString).collect(Collectors.joining(":")));
     List<String> jvm = new ArrayList<>(ADD_OPENS);

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -34,7 +35,8 @@ final class RunsDirCheck {
    * @throws IllegalStateException one line naming the folder, each node that does not see it and why
    */
   static void verify(Path dir) {
-    List<NodeInfo> nodes = Ray.getRuntimeContext().getAllNodeInfo().stream().filter(n -> n.isAlive).toList();
+    List<NodeInfo> nodes = Ray.getRuntimeContext().getAllNodeInfo().stream().filter(n -> n.isAlive)
+        .sorted(Comparator.comparing((NodeInfo n) -> n.nodeAddress)).toList(); // one order in the message
     String token = "ravel-runs-dir-check " + UUID.randomUUID();
     Path probe = dir.resolve(".ravel-visible-" + UUID.randomUUID() + ".txt");
     try {

@@ -36,6 +36,19 @@ class JobsClientTest {
   }
 
   @Test
+  void aliveNodeAddresses_readsTheNodeSummaryAndSkipsDeadNodes() {
+    // the shape of Ray's dashboard (modules/node: data.summary[].raylet is the node's GCS entry, camelCase)
+    dashboard.on("GET", "/nodes", 200, "{\"result\": true, \"msg\": \"Node summary fetched.\", \"data\": {\"summary\": ["
+        + "{\"hostname\": \"h\", \"raylet\": {\"nodeId\": \"a\", \"state\": \"ALIVE\", \"nodeManagerAddress\": \"10.231.9.1\"}},"
+        + "{\"raylet\": {\"nodeId\": \"b\", \"state\": \"DEAD\", \"nodeManagerAddress\": \"10.231.9.2\"}},"
+        + "{\"raylet\": {\"nodeId\": \"c\", \"state\": \"ALIVE\", \"nodeManagerAddress\": \"10.231.9.3\"}}],"
+        + " \"node_logical_resources\": {}}}");
+
+    assertThat(client.aliveNodeAddresses()).containsExactly("10.231.9.1", "10.231.9.3");
+    assertThat(dashboard.requests).containsExactly("GET /nodes");
+  }
+
+  @Test
   void submit_request_postsRayJsonAndReturnsTheSubmissionId() throws Exception {
     dashboard.on("POST", "/api/jobs/", 200, "{\"job_id\": \"s-1\", \"submission_id\": \"s-1\"}");
 

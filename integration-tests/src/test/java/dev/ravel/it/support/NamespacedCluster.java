@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 public final class NamespacedCluster implements AutoCloseable {
   /** The first three octets of the subnet the tests' clusters use (the script's default is another). */
   public static final String SUBNET = "10.231.9";
+  /** The head's GCS port. */
+  public static final int PORT = 6379;
 
   private final Path script;
   private final Path dir;
@@ -94,6 +96,18 @@ public final class NamespacedCluster implements AutoCloseable {
       pid = Long.parseLong(m.group(1)); // the last number printed is the raylet's PID
     }
     return pid;
+  }
+
+  /**
+   * SIGKILLs every process of node {@code i} ({@code cluster.sh kill-node}: its raylet, agents and workers), as when
+   * its machine dies; returns how many processes were killed.
+   */
+  public int killNode(int i) throws IOException, InterruptedException {
+    Result r = script(60, List.of("kill-node", Integer.toString(i)));
+    if (r.exitCode() != 0) {
+      throw new IllegalStateException("cluster.sh kill-node " + i + " failed:\n" + r.output());
+    }
+    return Integer.parseInt(r.output().strip().lines().reduce((a, b) -> b).orElse("0").strip());
   }
 
   /** {@code cluster.sh status}: its output and exit code (0 when every node is alive). */
