@@ -26,7 +26,7 @@ import torch
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import hf, names, policy, rewards
+from . import group, hf, names, policy, rewards
 from .engine import TransformersEngine
 from .grpo import (
     Measures,
@@ -258,36 +258,42 @@ class PolicyTrainerImpl(_Telemetry):
         measures = Measures()
         loss_total = 0.0
         norm_total = 0.0
+        grouped = self.spec.world_size > 1
+        mine = group.shard(n, self.spec.rank, self.spec.world_size)  # a trainer alone: the whole batch
         self.model.train()
         try:
             for _ in range(g.ppo_epochs):
                 self.optimizer.zero_grad(set_to_none=True)
-                for a in range(0, n, mb):
-                    part = batch[a:a + mb]
+                for a in range(mine.start, mine.stop, mb):
+                    e = min(a + mb, mine.stop)
+                    part = batch[a:e]
                     pol, mask, ent = completion_logprobs_entropy(
                         self.model, [t.prompt for t in part], [t.completion for t in part], g.temperature, self.device)
                     w = pol.shape[1]
-                    result = grpo_loss(pol, behaviour[a:a + mb, :w], None if old is None else old[a:a + mb, :w],
-                                       None if ref is None else ref[a:a + mb, :w], mask, adv_t[a:a + mb],
-                                       scales[a:a + mb], g)
+                    result = grpo_loss(pol, behaviour[a:e, :w], None if old is None else old[a:e, :w],
+                                       None if ref is None else ref[a:e, :w], mask, adv_t[a:e], scales[a:e], g)
                     if update:
                         result.loss.backward()  # type: ignore[no-untyped-call]  # torch's backward is unannotated
                     loss_total += float(result.loss.item())
                     measures = measures.plus(result.measures).plus(Measures(entropy_sum=float(ent.sum().item())))
                 if not update:
                     break  # no sequence in the update: no optimizer step (the weights are published unchanged)
+                if grouped:
+                    group.all_reduce_gradients(params)  # the whole batch's gradient, on every rank
                 with_grad = [p for p in params if p.grad is not None]
                 max_norm = g.max_grad_norm if g.max_grad_norm > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(with_grad, max_norm))
                 if not math.isfinite(grad_norm):
                     raise ValueError(f"grad: global norm is not finite: {grad_norm}")
-                for group in self.optimizer.param_groups:
-                    group["lr"] = self._learning_rate()
+                for param_group in self.optimizer.param_groups:
+                    param_group["lr"] = self._learning_rate()
                 self.optimizer.step()
                 self.optimizer_steps += 1
                 norm_total += grad_norm
         finally:
             self.model.eval()
+        if grouped:
+            measures, loss_total = group.all_reduce_measures(measures, loss_total, self.device)
         epochs = g.ppo_epochs if update else 0
         passes = max(1, epochs)
         self.version += 1
@@ -298,6 +304,25 @@ class PolicyTrainerImpl(_Telemetry):
             tis_truncated=measures.tis_truncated, grad_norm=norm_total / passes, learning_rate=first_lr,
             zero_advantage_groups=adv.zero_advantage_groups, kept_sequences=adv.kept_count, epochs=epochs,
             mean_reward=sum(t.reward for t in batch) / n, tokens=measures.tokens // passes, sequences=n)
+
+    @role_method(traced=False)  # set-up, before any step: in no step's trace
+    def rendezvous(self) -> str:
+        """Rank 0 of a trainer group: ``host:port`` where the ranks meet (this node's address, a free port)."""
+        if self.spec.rank != 0 or self.spec.world_size == 1:
+            raise ValueError(f"rendezvous: asked of rank {self.spec.rank} of {self.spec.world_size}; only rank 0 of a"
+                             " trainer group answers it")
+        return group.rendezvous_address(group.node_ip())
+
+    @role_method(traced=False)
+    def join_group(self, address: str) -> int:
+        """Joins the trainer group meeting at ``address`` (rank 0's :meth:`rendezvous`); returns once every rank
+        has joined and holds rank 0's weights. Returns the group's size."""
+        if self.spec.world_size == 1:
+            return 1
+        with self._lock:
+            group.join(address, self.spec.rank, self.spec.world_size, self.device, self.model)
+            self._blob = None
+        return self.spec.world_size
 
     def _learning_rate(self) -> float:
         """The learning rate of the next optimizer step (``lr_scheduler`` over ``total_steps x ppo_epochs`` steps)."""

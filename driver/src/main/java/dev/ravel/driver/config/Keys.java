@@ -233,6 +233,18 @@ public final class Keys {
   public static final Key<List<String>> TRAINER_RESOURCES = key("trainer", "resources", LIST, List.of(),
       resources(), "Ray resources the trainer asks for, `NAME=AMOUNT` each (a custom resource pins it to the nodes"
           + " that declare it); the replay buffer and the collector, which are not restarted either, go with it");
+  /** {@code trainer.workers}. */
+  public static final Key<Integer> TRAINER_WORKERS = key("trainer", "workers", INTEGER, 1, atLeast(1),
+      "Python trainer ranks that take each update together with torch.distributed (`gloo` on CPU, `nccl` on CUDA),"
+          + " each on its shard of the batch, the gradients summed: the update equals one trainer's; rank 0 publishes"
+          + " the weights and writes the checkpoints; place them with `trainer.placement`");
+  /** {@code trainer.placement}. */
+  public static final Key<String> TRAINER_PLACEMENT = key("trainer", "placement", STRING, PLACEMENT_NONE,
+      oneOf("placement", PLACEMENTS), "the trainer ranks' placement group, one bundle per rank, as"
+          + " `generation.placement` (`strict_spread`: one node per rank)");
+  /** {@code trainer.num_cpus}. */
+  public static final Key<Double> TRAINER_NUM_CPUS = key("trainer", "num_cpus", NUMBER, 1.0, in(0.01, 1024, true),
+      "CPUs each trainer rank's bundle holds (with `trainer.placement` other than `none`)");
   /** {@code trainer.device}. */
   public static final Key<String> TRAINER_DEVICE = key("trainer", "device", STRING, "auto",
       oneOf("device", PythonWorkers.DEVICES), "`auto`, `cpu` or `cuda`, as `generation.device`");

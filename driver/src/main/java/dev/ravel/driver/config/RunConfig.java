@@ -299,6 +299,15 @@ public final class RunConfig {
           + ": generation and training must hold the same model family (the java runtime serves Ravel's TinyLm,"
           + " the python one a transformers model); set both to " + trainer + " or both to " + generation);
     }
+    if (get(Keys.TRAINER_WORKERS) > 1 && !trainer.equals(RUNTIME_PYTHON)) {
+      throw new ConfigException(Keys.TRAINER_WORKERS.dotted(), get(Keys.TRAINER_WORKERS) + " ranks train together with"
+          + " torch.distributed in Ravel's Python trainer: set " + Keys.TRAINER_RUNTIME + " and "
+          + Keys.GENERATION_RUNTIME + " to python, or leave it 1 (the Java trainer trains alone)");
+    }
+    if (!get(Keys.TRAINER_PLACEMENT).equals(Keys.PLACEMENT_NONE) && !trainer.equals(RUNTIME_PYTHON)) {
+      throw new ConfigException(Keys.TRAINER_PLACEMENT.dotted(), "places the Python trainer's ranks: set "
+          + Keys.TRAINER_RUNTIME + " to python, or leave it none (the Java trainer goes where trainer.resources say)");
+    }
     String engine = get(Keys.ENGINE);
     for (Key<String> device : List.of(Keys.GENERATION_DEVICE, Keys.TRAINER_DEVICE)) {
       Key<Double> gpus = device == Keys.GENERATION_DEVICE ? Keys.GENERATION_NUM_GPUS : Keys.TRAINER_NUM_GPUS;

@@ -52,7 +52,10 @@ final class GrpoActors {
   final List<RavelActorHandle<GenerationWorker>> workers;
   /** The reward environments ({@code reward.workers}), each scoring a share of every batch. */
   final List<RavelActorHandle<RewardEnvironment>> rewards;
+  /** Rank 0 of the trainer ranks: the one whose weights the workers load and that writes checkpoints. */
   final RavelActorHandle<PolicyTrainer> trainer;
+  /** Every trainer rank ({@code trainer.workers}), rank 0 first; one for a trainer alone. */
+  final List<RavelActorHandle<PolicyTrainer>> trainers;
   /** Null in sync mode. */
   final RavelActorHandle<ReplayBuffer> buffer;
   /** Null in sync mode. */
@@ -73,11 +76,18 @@ final class GrpoActors {
   GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, List<RavelActorHandle<RewardEnvironment>> rewards,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
       RavelActorHandle<TrajectoryCollector> collector, Failover failover, ObjectStore store) {
+    this(workers, rewards, List.of(trainer), buffer, collector, failover, store);
+  }
+
+  GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, List<RavelActorHandle<RewardEnvironment>> rewards,
+      List<RavelActorHandle<PolicyTrainer>> trainers, RavelActorHandle<ReplayBuffer> buffer,
+      RavelActorHandle<TrajectoryCollector> collector, Failover failover, ObjectStore store) {
     this.store = java.util.Objects.requireNonNull(store, "store");
     this.failover = failover;
     this.workers = List.copyOf(workers);
     this.rewards = List.copyOf(rewards);
-    this.trainer = trainer;
+    this.trainers = List.copyOf(trainers);
+    this.trainer = this.trainers.get(0);
     this.buffer = buffer;
     this.collector = collector;
   }
@@ -127,13 +137,24 @@ final class GrpoActors {
               settings.reward().timeoutSeconds()), RewardEnvironment.class)
               .maxRestarts(settings.maxRestarts()).remote());
     }
-    RavelActorHandle<PolicyTrainer> trainer = py != null
-        ? session.pythonActor(PythonWorkers.POLICY_TRAINER,
+    List<RavelActorHandle<PolicyTrainer>> trainers = new ArrayList<>();
+    if (py != null) {
+      PlacementGroup ranksGroup = Placements.trainerGroup(settings.placement(), py.trainers(), READY_TIMEOUT_MS);
+      for (int r = 0; r < py.trainers(); r++) {
+        DriverSession.Creator<PolicyTrainer> c = session.pythonActor(PythonWorkers.POLICY_TRAINER,
             PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo,
-                from == null ? null : from.pythonStateFile()), PolicyTrainer.class)
-            .gpus(py.trainerGpus()).resources(settings.placement().trainerResources()).remote()
-        : session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class)
-            .resources(settings.placement().trainerResources()).remote();
+                from == null ? null : from.pythonStateFile(), r, py.trainers()), PolicyTrainer.class)
+            .gpus(py.trainerGpus());
+        if (ranksGroup != null) {
+          c.placementGroup(ranksGroup, r).resource("CPU", settings.placement().trainerCpus());
+        }
+        settings.placement().trainerResources().forEach(c::resource);
+        trainers.add(c.remote());
+      }
+    } else {
+      trainers.add(session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class)
+          .resources(settings.placement().trainerResources()).remote());
+    }
     RavelActorHandle<ReplayBuffer> buffer = null;
     RavelActorHandle<TrajectoryCollector> collector = null;
     if (settings.async()) {
@@ -147,9 +168,10 @@ final class GrpoActors {
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).resources(settings.placement().trainerResources()).remote();
     }
-    GrpoActors actors = new GrpoActors(workers, rewards, trainer, buffer, collector,
+    GrpoActors actors = new GrpoActors(workers, rewards, trainers, buffer, collector,
         new Failover(session.spans(), settings.maxRestarts(), workers, rewards), ObjectStore.RAY);
     actors.awaitReady();
+    actors.formTrainerGroup();
     actors.failover.recordProcesses();
     if (from != null && from.pythonStateFile() != null) {
       actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
@@ -219,7 +241,7 @@ final class GrpoActors {
   private void awaitReady() {
     List<RavelRef<?>> ready = new ArrayList<>();
     workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
-    ready.add(trainer.call(PolicyTrainer::telemetryStats));
+    trainers.forEach(t -> ready.add(t.call(PolicyTrainer::telemetryStats)));
     rewards.forEach(r -> ready.add(r.call(RewardEnvironment::telemetryStats)));
     if (buffer != null) {
       ready.add(buffer.call(ReplayBuffer::stats));
@@ -236,6 +258,36 @@ final class GrpoActors {
             + " trainer.num_gpus) or they are still starting", e);
       }
     }
+  }
+
+  /**
+   * Forms the trainer group when there are several ranks: rank 0 names where they meet, every rank joins (each
+   * call waits for all), and each then holds rank 0's weights. Nothing for a trainer alone.
+   *
+   * @throws IllegalStateException naming the ranks that did not join within the actors' start-up bound
+   */
+  private void formTrainerGroup() {
+    if (trainers.size() == 1) {
+      return;
+    }
+    String address = trainer.call(PolicyTrainer::rendezvous).get(READY_TIMEOUT_MS);
+    List<RavelRef<Integer>> joins = trainers.stream().map(t -> t.call(PolicyTrainer::joinGroup, address)).toList();
+    long deadline = System.nanoTime() + READY_TIMEOUT_MS * 1_000_000L;
+    for (int r = 0; r < joins.size(); r++) {
+      long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
+      try {
+        int size = joins.get(r).get(left);
+        if (size != trainers.size()) {
+          throw new IllegalStateException("trainer rank " + r + " joined a group of " + size + ", not of "
+              + trainers.size());
+        }
+      } catch (io.ray.api.exception.RayTimeoutException e) {
+        throw new IllegalStateException("trainer.workers=" + trainers.size() + ": rank " + r + " did not join the"
+            + " group at " + address + " within " + READY_TIMEOUT_MS / 1000 + " s (can every rank's node reach"
+            + " rank 0's address?)", e);
+      }
+    }
+    LOG.info("trainer group of {} ranks formed at {}", trainers.size(), address);
   }
 
   /**

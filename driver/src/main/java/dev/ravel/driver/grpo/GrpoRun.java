@@ -89,7 +89,7 @@ public final class GrpoRun {
     long serving = resume == null ? initial.version() : resume.weightVersion();
     actors = GrpoActors.create(session, settings, initial, resume, eos);
     nodesAtStart = aliveNodes();
-    TrainPhase train = new TrainPhase(actors.trainer, settings, session.config().runDir(), resolvedConfig, eos);
+    TrainPhase train = new TrainPhase(actors.trainers, settings, session.config().runDir(), resolvedConfig, eos);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
       if (stopRequested) {

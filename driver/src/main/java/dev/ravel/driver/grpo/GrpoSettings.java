@@ -11,6 +11,9 @@ import dev.ravel.workers.grpo.LrSchedule;
 import dev.ravel.workers.grpo.RewardScale;
 import dev.ravel.workers.model.CharTokenizer;
 import dev.ravel.workers.python.PythonModel;
+import io.ray.api.placementgroup.PlacementStrategy;
+import java.util.Locale;
+import java.util.Map;
 
 /**
  * A run's GRPO and generation settings, typed and read once from its {@link RunConfig} (which has validated
@@ -48,29 +51,38 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
     boolean inflightUpdates, Placement placement) {
 
   /**
-   * The generation workers' placement group.
+   * Where the generation workers and the trainer ranks go.
    *
-   * @param strategy Ray's placement strategy, or null for none (Ray places each worker on its own)
+   * @param strategy the generation workers' placement strategy, or null for none (Ray places each worker on its own)
    * @param cpus the CPUs of each worker's bundle
    * @param gpus the GPUs of each worker's bundle (Python workers' {@code generation.num_gpus})
    * @param workerResources the other resources each generation worker asks for ({@code generation.resources})
    * @param trainerResources the resources the trainer, the replay buffer and the collector ask for
    *     ({@code trainer.resources})
+   * @param trainerStrategy the trainer ranks' placement strategy ({@code trainer.placement}), or null for none
+   * @param trainerCpus the CPUs of each trainer rank's bundle ({@code trainer.num_cpus})
+   * @param trainerGpus the GPUs of each trainer rank ({@code trainer.num_gpus}, Python workers)
    */
-  record Placement(io.ray.api.placementgroup.PlacementStrategy strategy, double cpus, double gpus,
-      java.util.Map<String, Double> workerResources, java.util.Map<String, Double> trainerResources) {
+  record Placement(PlacementStrategy strategy, double cpus, double gpus, Map<String, Double> workerResources,
+      Map<String, Double> trainerResources, PlacementStrategy trainerStrategy, double trainerCpus,
+      double trainerGpus) {
     Placement {
-      workerResources = java.util.Map.copyOf(workerResources);
-      trainerResources = java.util.Map.copyOf(trainerResources);
+      workerResources = Map.copyOf(workerResources);
+      trainerResources = Map.copyOf(trainerResources);
     }
 
     static Placement of(RunConfig config) {
-      String name = config.get(Keys.PLACEMENT);
-      return new Placement(name.equals(Keys.PLACEMENT_NONE) ? null
-          : io.ray.api.placementgroup.PlacementStrategy.valueOf(name.toUpperCase(java.util.Locale.ROOT)),
-          config.get(Keys.GENERATION_NUM_CPUS), config.pythonWorkers() ? config.get(Keys.GENERATION_NUM_GPUS) : 0.0,
+      boolean python = config.pythonWorkers();
+      return new Placement(strategy(config.get(Keys.PLACEMENT)), config.get(Keys.GENERATION_NUM_CPUS),
+          python ? config.get(Keys.GENERATION_NUM_GPUS) : 0.0,
           Keys.resources(Keys.GENERATION_RESOURCES, config.get(Keys.GENERATION_RESOURCES)),
-          Keys.resources(Keys.TRAINER_RESOURCES, config.get(Keys.TRAINER_RESOURCES)));
+          Keys.resources(Keys.TRAINER_RESOURCES, config.get(Keys.TRAINER_RESOURCES)),
+          strategy(config.get(Keys.TRAINER_PLACEMENT)), config.get(Keys.TRAINER_NUM_CPUS),
+          python ? config.get(Keys.TRAINER_NUM_GPUS) : 0.0);
+    }
+
+    private static PlacementStrategy strategy(String name) {
+      return name.equals(Keys.PLACEMENT_NONE) ? null : PlacementStrategy.valueOf(name.toUpperCase(Locale.ROOT));
     }
   }
 
@@ -105,9 +117,10 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
    * @param trainerGpus GPUs of the trainer
    * @param generationDevice {@code auto}, {@code cpu} or {@code cuda}
    * @param trainerDevice the same for the trainer
+   * @param trainers the trainer ranks ({@code trainer.workers}): 1 trains alone
    */
   record Python(PythonModel model, String engine, double generationGpus, double trainerGpus,
-      String generationDevice, String trainerDevice) {}
+      String generationDevice, String trainerDevice, int trainers) {}
 
   static GrpoSettings from(RunConfig config) {
     return from(config, null);
@@ -200,7 +213,8 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         : config.pythonModel(2, 2).fromCheckpoint(config.get(Keys.MODEL_PATH), config.get(Keys.DTYPE),
             prepared.vocabSize(), prepared.maxPositions());
     return new Python(model, config.get(Keys.ENGINE), config.get(Keys.GENERATION_NUM_GPUS),
-        config.get(Keys.TRAINER_NUM_GPUS), config.get(Keys.GENERATION_DEVICE), config.get(Keys.TRAINER_DEVICE));
+        config.get(Keys.TRAINER_NUM_GPUS), config.get(Keys.GENERATION_DEVICE), config.get(Keys.TRAINER_DEVICE),
+        config.get(Keys.TRAINER_WORKERS));
   }
 
   String mode() {

@@ -21,7 +21,10 @@ import java.util.Map;
  */
 final class TrainPhase {
 
+  /** Rank 0: the one that writes checkpoints (and whose weights the workers load). */
   private final RavelActorHandle<PolicyTrainer> trainer;
+  /** Every trainer rank ({@code trainer.workers}), rank 0 first: each takes every update. */
+  private final List<RavelActorHandle<PolicyTrainer>> ranks;
   private final GrpoSettings settings;
   private final Path runDir;
   /** The run's resolved config, recorded in each checkpoint. */
@@ -41,8 +44,15 @@ final class TrainPhase {
   /** As above, for a tokenizer whose end of sequence is {@code eos}. */
   TrainPhase(RavelActorHandle<PolicyTrainer> trainer, GrpoSettings settings, Path runDir, Map<String, Object> config,
       int eos) {
+    this(List.of(trainer), settings, runDir, config, eos);
+  }
+
+  /** As above, for a trainer group: {@code ranks} in rank order, each taking every update on its shard. */
+  TrainPhase(List<RavelActorHandle<PolicyTrainer>> ranks, GrpoSettings settings, Path runDir,
+      Map<String, Object> config, int eos) {
     this.eos = eos;
-    this.trainer = trainer;
+    this.ranks = List.copyOf(ranks);
+    this.trainer = this.ranks.get(0);
     this.settings = settings;
     this.runDir = runDir;
     this.config = Map.copyOf(config);
@@ -53,7 +63,7 @@ final class TrainPhase {
    * update, and the checkpoint when one is due.
    */
   int rayCalls(int step) {
-    return (referencePass() ? 2 : 1) + (settings.checkpointAfter(step) ? 1 : 0);
+    return (referencePass() ? 2 : 1) * ranks.size() + (settings.checkpointAfter(step) ? 1 : 0);
   }
 
   private boolean referencePass() {
@@ -88,6 +98,12 @@ final class TrainPhase {
   Trained train(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
     try {
       return trainOnce(clock, stepSpan, step, batch);
+    } catch (RankDied d) {
+      String m = String.valueOf(d.cause.getMessage());
+      throw new IllegalStateException("step " + Steps.number(step) + ": the policy trainer's process died ("
+          + (ranks.size() > 1 ? "rank " + d.rank + " of " + ranks.size() + ": " : "")
+          + (m.contains("\n") ? m.substring(0, m.indexOf('\n')) : m) + "); the run can go on from its last"
+          + " checkpoint with --resume", d.cause);
     } catch (io.ray.api.exception.RayActorException e) {
       String m = String.valueOf(e.getMessage());
       throw new IllegalStateException("step " + Steps.number(step) + ": the policy trainer's process died ("
@@ -98,7 +114,8 @@ final class TrainPhase {
 
   private Trained trainOnce(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
     if (referencePass()) {
-      clock.time(Phase.LOGPROBS, () -> trainer.call(PolicyTrainer::logprobs, batch).get());
+      clock.time(Phase.LOGPROBS, () -> onEveryRank(ranks.stream().map(r -> r.call(PolicyTrainer::logprobs, batch))
+          .toList()));
     }
     double[] rewards = batch.stream().mapToDouble(Trajectory::reward).toArray();
     clock.time(Phase.ADVANTAGE, () -> {
@@ -108,7 +125,8 @@ final class TrainPhase {
       stepSpan.set(RavelAttributes.ZERO_ADVANTAGE_GROUPS, flat);
       return flat;
     });
-    TrainOutcome out = clock.time(Phase.TRAINING, () -> trainer.call(PolicyTrainer::train, batch).get());
+    TrainOutcome out = clock.time(Phase.TRAINING, () -> agreed(step, onEveryRank(
+        ranks.stream().map(r -> r.call(PolicyTrainer::train, batch)).toList())));
     lastStep = step;
     lastOutcome = out;
     Runnable completion = null;
@@ -120,6 +138,49 @@ final class TrainPhase {
     double mean = Arrays.stream(rewards).average().orElse(0);
     double var = Arrays.stream(rewards).map(r -> (r - mean) * (r - mean)).average().orElse(0);
     return new Trained(out, mean, Math.sqrt(var), tokens, batch.size(), completions(batch), completion, batch);
+  }
+
+  /** A trainer rank's process died under a call. */
+  private static final class RankDied extends RuntimeException {
+    final int rank;
+    final io.ray.api.exception.RayActorException cause;
+
+    RankDied(int rank, io.ray.api.exception.RayActorException cause) {
+      super(cause);
+      this.rank = rank;
+      this.cause = cause;
+    }
+  }
+
+  /** Every rank's answer to one call, in rank order (all were sent before any is awaited). */
+  private static <T> List<T> onEveryRank(List<dev.ravel.workers.actor.RavelRef<T>> calls) {
+    List<T> out = new java.util.ArrayList<>();
+    for (int r = 0; r < calls.size(); r++) {
+      try {
+        out.add(calls.get(r).get());
+      } catch (io.ray.api.exception.RayActorException e) {
+        throw new RankDied(r, e);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Rank 0's update, once every rank says it took the same one (the same version, loss and batch): ranks that
+   * disagree hold different weights, and the run stops rather than train on.
+   */
+  private static TrainOutcome agreed(int step, List<TrainOutcome> outcomes) {
+    TrainOutcome first = outcomes.get(0);
+    for (int r = 1; r < outcomes.size(); r++) {
+      TrainOutcome o = outcomes.get(r);
+      if (o.version() != first.version() || o.metrics().sequences() != first.metrics().sequences()
+          || Double.compare(o.metrics().loss(), first.metrics().loss()) != 0) {
+        throw new IllegalStateException("step " + Steps.number(step) + ": trainer rank " + r + " took another update"
+            + " than rank 0 (version " + o.version() + " against " + first.version() + ", loss " + o.metrics().loss()
+            + " against " + first.metrics().loss() + "): the group's weights differ; the run stops");
+      }
+    }
+    return first;
   }
 
   /** The batch's completion lengths: a completion of {@code max_new_tokens} tokens without the EOS was cut. */

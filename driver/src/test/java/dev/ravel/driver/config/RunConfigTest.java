@@ -525,6 +525,19 @@ final class RunConfigTest {
   }
 
   @Test
+  void trainerWorkers_aboveOneWithTheJavaTrainer_isRejectedNamingTheRuntimeKeys() {
+    ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("trainer.workers=2"), Map.of()),
+        "trainer.workers");
+    assertThat(e.getMessage()).contains("2 ranks").contains("trainer.runtime").contains("leave it 1");
+    assertConfigError(() -> RunConfig.load(null, List.of("trainer.workers=0"), Map.of()), "trainer.workers");
+    assertConfigError(() -> RunConfig.load(null, List.of("trainer.placement=strict_spread"), Map.of()),
+        "trainer.placement");
+    RunConfig python = RunConfig.load(null, List.of("generation.runtime=python", "trainer.runtime=python",
+        "trainer.workers=2", "trainer.placement=strict_spread"), Map.of());
+    assertThat(python.get(Keys.TRAINER_WORKERS)).isEqualTo(2);
+  }
+
+  @Test
   void runtime_unknown_isRejectedWithTheValidOnes() {
     ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=rust"), Map.of()),
         "generation.runtime");

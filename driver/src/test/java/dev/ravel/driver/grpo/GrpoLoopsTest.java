@@ -215,6 +215,55 @@ final class GrpoLoopsTest {
     public String checkpoint(String dir) {
       throw new UnsupportedOperationException();
     }
+
+    @Override
+    public String rendezvous() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public int joinGroup(String address) {
+      return 1;
+    }
+  }
+
+  @Test
+  void syncStep_twoTrainerRanks_everyRankTakesEveryUpdate() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors ok = actors(s, w);
+    RavelActorHandle<PolicyTrainer> second =
+        local(new PolicyTrainerActor(Payload.of(new TrainerSpec(w, s.grpo()))), PolicyTrainer.class, 1);
+    GrpoActors actors = new GrpoActors(ok.workers, ok.rewards, List.of(ok.trainer, second), null, null,
+        new Failover(spans, 0, ok.workers, ok.rewards), LocalRef::new);
+    TrainPhase phase = new TrainPhase(actors.trainers, s, runDir, java.util.Map.of(), tokenizer.eos());
+
+    new SyncLoop(s, actors, phase, steps(s), ArithmeticTask.standard(), tokenizer, w).run();
+
+    // every rank took every update (both at the last version, with the same weights: Java trainers are exact)
+    ModelWeights first = actors.trainers.get(0).call(PolicyTrainer::weights).get();
+    ModelWeights other = second.call(PolicyTrainer::weights).get();
+    assertThat(first.version()).isEqualTo(other.version()).isEqualTo(s.steps());
+    assertThat(other.sha256()).isEqualTo(first.sha256());
+    assertThat(phase.rayCalls(0)).isEqualTo(2 * 2 + (s.checkpointAfter(0) ? 1 : 0));
+  }
+
+  @Test
+  void syncStep_aTrainerRankDies_theRunStopsInOneLineNamingTheRank() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors ok = actors(s, w);
+    RavelActorHandle<PolicyTrainer> dying = local(new DyingTrainer(), PolicyTrainer.class, 1);
+    GrpoActors actors = new GrpoActors(ok.workers, ok.rewards, List.of(ok.trainer, dying), null, null,
+        new Failover(spans, 0, ok.workers, ok.rewards), LocalRef::new);
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
+        new TrainPhase(actors.trainers, s, runDir, java.util.Map.of(), tokenizer.eos()), steps(s),
+        ArithmeticTask.standard(), tokenizer, w).run())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("step 1: the policy trainer's process died (rank 1 of 2: ")
+        .hasMessageEndingWith("); the run can go on from its last checkpoint with --resume")
+        .hasMessageNotContaining("\n");
   }
 
   @Test

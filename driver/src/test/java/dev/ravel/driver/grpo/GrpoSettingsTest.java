@@ -47,10 +47,24 @@ final class GrpoSettingsTest {
   }
 
   @Test
+  void from_trainerGroupHasItsRanksStrategyAndBundle() {
+    GrpoSettings s = of("generation.runtime=python", "trainer.runtime=python", "trainer.workers=2",
+        "trainer.placement=strict_spread", "trainer.num_cpus=0.5", "trainer.num_gpus=1",
+        "trainer.resources=[ravel_node_0=0.01]");
+    assertThat(s.python().trainers()).isEqualTo(2);
+    assertThat(s.placement().trainerStrategy()).isEqualTo(io.ray.api.placementgroup.PlacementStrategy.STRICT_SPREAD);
+    assertThat(Placements.trainerBundle(s.placement()))
+        .containsExactly(Map.entry("CPU", 0.5), Map.entry("GPU", 1.0), Map.entry("ravel_node_0", 0.01));
+    assertThat(of("generation.runtime=python", "trainer.runtime=python").python().trainers()).isEqualTo(1);
+    assertThat(of().placement().trainerStrategy()).isNull();
+  }
+
+  @Test
   void placementMessage_namesTheKeyTheBundlesAndTheAliveNodes() {
     GrpoSettings s = of("generation.placement=strict_spread");
-    assertThat(Placements.message(s.placement(), 3, Placements.bundle(s.placement()),
-        List.of("10.231.7.1 (CPU 4, GPU 0)", "10.231.7.2 (CPU 4, GPU 0)"), 60_000))
+    assertThat(Placements.message("generation.placement", s.placement().strategy(), 3, "generation worker",
+        Placements.bundle(s.placement()), List.of("10.231.7.1 (CPU 4, GPU 0)", "10.231.7.2 (CPU 4, GPU 0)"), 60_000,
+        "generation.num_cpus or generation.workers"))
         .isEqualTo("generation.placement=strict_spread: Ray could not place 3 bundles of {CPU=1.0} (one per generation"
             + " worker) within 60 s on the cluster's 2 alive nodes [10.231.7.1 (CPU 4, GPU 0), 10.231.7.2 (CPU 4, GPU 0)];"
             + " lower generation.num_cpus or generation.workers, or choose another placement");

@@ -1,6 +1,7 @@
 package dev.ravel.it.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -156,6 +157,51 @@ final class MultiNodeIT {
 
   @Test
   @Order(5)
+  void pythonTrainerGroup_twoRanksOnTwoNodes_trainTogetherAsOneTrainerDoes() throws Exception {
+    Path runs = dir.resolve("runs-group");
+    int steps = 2;
+    int prompts = 16;
+    int group = 8;
+    // the Python example's model: its first batch already holds some reward, so the update is not empty
+    List<String> common = List.of("run.mode=sync", "grpo.steps=" + steps, "generation.runtime=python",
+        "trainer.runtime=python", "model.layers=2", "model.hidden=128", "model.heads=4", "generation.workers=1",
+        "grpo.prompts_per_step=" + prompts, "grpo.group_size=" + group, "grpo.checkpoint_every=1");
+    List<String> ranks2 = new ArrayList<>(common);
+    ranks2.addAll(List.of("trainer.workers=2", "trainer.placement=strict_spread", "trainer.num_cpus=1"));
+    Run r = run(runs, "mn-group", List.of(), ranks2.toArray(String[]::new));
+    assertThat(r.exitCode()).as(r.output()).isZero();
+    RunTraces traces = RunTraces.readDir(runs.resolve("mn-group"));
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    // each step's policy training holds one rl.trainer.train per rank, the two ranks on the two nodes
+    List<SpanRecord> training = traces.named("rl.grpo.policy_training");
+    assertThat(training).hasSize(steps);
+    for (SpanRecord t : training) {
+      List<SpanRecord> ranks = traces.named("rl.trainer.train").stream()
+          .filter(s -> s.traceId().equals(t.traceId()) && t.spanId().equals(s.parentSpanId())).toList();
+      assertThat(ranks).hasSize(2);
+      assertThat(ranks).extracting(s -> s.resourceAttribute(RavelAttributes.RAY_NODE_IP))
+          .containsExactlyInAnyOrder(cluster.nodeIp(0), cluster.nodeIp(1));
+    }
+    assertThat(r.output()).contains("trainer group of 2 ranks formed at ");
+    List<JsonNode> grouped = assertFullBatches(runs.resolve("mn-group"), steps, prompts * group);
+
+    // the same run with one trainer: the same first batch (generated before any update) gives the same update
+    Run alone = run(runs, "mn-alone", List.of(), common.toArray(String[]::new));
+    assertThat(alone.exitCode()).as(alone.output()).isZero();
+    JsonNode one = assertFullBatches(runs.resolve("mn-alone"), steps, prompts * group).get(0);
+    JsonNode two = grouped.get(0);
+    assertThat(one.get("update").get("gradNorm").asDouble()).as("the first update is not empty").isPositive();
+    assertThat(two.get("rewardMean").asDouble()).isEqualTo(one.get("rewardMean").asDouble());
+    assertThat(two.get("tokens").asLong()).isEqualTo(one.get("tokens").asLong());
+    assertThat(two.get("loss").asDouble()).isCloseTo(one.get("loss").asDouble(), within(1e-5));
+    assertThat(two.get("update").get("gradNorm").asDouble())
+        .isCloseTo(one.get("update").get("gradNorm").asDouble(), org.assertj.core.data.Percentage.withPercentage(0.1));
+    System.out.printf("MultiNodeIT: trainer group: step 1 loss %s against %s alone, grad norm %s against %s%n",
+        two.get("loss"), one.get("loss"), two.get("update").get("gradNorm"), one.get("update").get("gradNorm"));
+  }
+
+  @Test
+  @Order(6)
   void loopbackAddressOfAHeadRegisteredUnderItsOwn_theDriverFindsItsNodeFromTheCluster() throws Exception {
     Path runs = dir.resolve("runs-loopback");
     int steps = 2;
@@ -166,7 +212,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void submitRun_toTheClustersHead_oneTraceFromSubmitWithWorkersOnBothNodes() throws Exception {
     Path runs = dir.resolve("runs-job");
     Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
@@ -199,7 +245,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(7)
+  @Order(8)
   void raylet_killedInAnAsyncRun_theCollectorsWorkerRestartsOnTheNodeLeftAndTheRunCompletes() throws Exception {
     int steps = 8;
     Path runs = dir.resolve("runs-raylet");
@@ -228,7 +274,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(8)
+  @Order(9)
   void nodeLoss_everyProcessOfTheSecondNodeKilled_itsWorkerRestartsOnTheNodeLeftAndNothingIsLost()
       throws Exception {
     // a fresh cluster: the last test lost its second node

@@ -180,6 +180,13 @@ public final class PythonWire implements CrossLanguageCodec {
     if (type == long.class || type == Long.class) {
       return required(n, "a number").asLong();
     }
+    if (type == int.class || type == Integer.class) {
+      JsonNode v = required(n, "a number");
+      if (!v.canConvertToInt()) {
+        throw new IllegalArgumentException("expected an int, got " + v);
+      }
+      return v.asInt();
+    }
     if (type == String.class) {
       return n.isNull() ? null : n.asText();
     }

@@ -54,7 +54,21 @@ public final class PythonWorkers {
   /** The policy trainer's spec, going on from the trainer-state file {@code resumeFrom} when it is not null. */
   public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo,
       java.nio.file.Path resumeFrom) {
+    return trainerSpec(model, seed, device, grpo, resumeFrom, 0, 1);
+  }
+
+  /**
+   * The spec of rank {@code rank} of a trainer group of {@code worldSize} ranks ({@code trainer.workers}), going on
+   * from {@code resumeFrom} when it is not null (every rank from the same file).
+   */
+  public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo,
+      java.nio.file.Path resumeFrom, int rank, int worldSize) {
+    if (worldSize < 1 || rank < 0 || rank >= worldSize) {
+      throw new IllegalArgumentException("rank " + rank + " is not a rank of a trainer group of " + worldSize);
+    }
     ObjectNode o = JSON.createObjectNode();
+    o.put("rank", rank);
+    o.put("world_size", worldSize);
     if (resumeFrom != null) {
       o.put("resume_from", resumeFrom.toAbsolutePath().toString());
     }

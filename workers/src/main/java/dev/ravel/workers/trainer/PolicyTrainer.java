@@ -34,4 +34,18 @@ public interface PolicyTrainer extends RavelRole {
    * then a rename. Returns the file's path.
    */
   String checkpoint(String dir);
+
+  /**
+   * Rank 0 of a trainer group ({@code trainer.workers} above 1): the {@code host:port} where the ranks meet, on
+   * its node's address. Set-up before any step, so in no step's trace.
+   */
+  @Untraced
+  String rendezvous();
+
+  /**
+   * Joins the trainer group meeting at {@code address} ({@link #rendezvous}); returns, with the group's size, once
+   * every rank has joined and holds rank 0's weights. A trainer alone returns 1 at once.
+   */
+  @Untraced
+  int joinGroup(String address);
 }

@@ -73,6 +73,19 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
     return TrainerStateFile.write(Path.of(dir), trainer.state()).toString();
   }
 
+  /** A Java trainer trains alone: it has no group to meet in. */
+  @Override
+  public String rendezvous() {
+    throw new UnsupportedOperationException("rendezvous: the Java trainer trains alone (trainer.workers: 1); a"
+        + " trainer group is Ravel's Python trainer's");
+  }
+
+  /** A Java trainer trains alone: a group of one. */
+  @Override
+  public int joinGroup(String address) {
+    return 1;
+  }
+
   private static List<String> ids(List<Trajectory> batch) {
     return batch.stream().map(Trajectory::requestId).toList();
   }

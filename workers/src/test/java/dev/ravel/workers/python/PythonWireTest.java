@@ -183,6 +183,14 @@ class PythonWireTest {
   }
 
   @Test
+  void decode_int_readsAnIntAndRefusesOneTooLarge() {
+    assertThat(decode("2", int.class)).isEqualTo(2);
+    assertThat(decode("2", Integer.class)).isEqualTo(2);
+    assertThatThrownBy(() -> decode("4294967296", int.class)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("expected an int");
+  }
+
+  @Test
   void decode_aMissingField_isNamed() {
     assertThatThrownBy(() -> decode("{\"ended\":1,\"exported\":1,\"failed\":0}", ExportStats.class))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'dropped'")
