@@ -22,7 +22,13 @@ import java.util.Set;
 public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
   /** Config keys a resumed run may change: how many steps, where it runs, how it is observed. */
   private static final Set<String> MAY_CHANGE_SECTIONS = Set.of("telemetry", Keys.ADDRESS.section());
-  private static final Set<String> MAY_CHANGE_KEYS = Set.of(Keys.STEPS.dotted());
+  /**
+   * Keys a resumed run may change: the steps, and where actors go (a run that lost a node goes on on the nodes
+   * left; a trainer group's update is one trainer's, so its size may change too).
+   */
+  private static final Set<String> MAY_CHANGE_KEYS = Set.of(Keys.STEPS.dotted(), Keys.PLACEMENT.dotted(),
+      Keys.GENERATION_NUM_CPUS.dotted(), Keys.GENERATION_RESOURCES.dotted(), Keys.TRAINER_WORKERS.dotted(),
+      Keys.TRAINER_PLACEMENT.dotted(), Keys.TRAINER_NUM_CPUS.dotted(), Keys.TRAINER_RESOURCES.dotted());
 
   public Resume {
     Objects.requireNonNull(checkpoint, "checkpoint");
@@ -110,7 +116,9 @@ public record Resume(Checkpoints.Found checkpoint, TrainerState state) {
       Object was = saved.get(key);
       if (!String.valueOf(was).equals(String.valueOf(e.getValue()))) {
         throw new ConfigException(key, "is " + e.getValue() + " here but was " + was + " in run " + runId
-            + " (a resumed run keeps its config; only grpo.steps, cluster.* and telemetry.* may change)");
+            + " (a resumed run keeps its config; only grpo.steps, where actors go (generation.placement,"
+            + " generation.num_cpus, generation.resources, trainer.workers, trainer.placement, trainer.num_cpus,"
+            + " trainer.resources), cluster.* and telemetry.* may change)");
       }
     }
     if (found.meta().step() >= steps) {

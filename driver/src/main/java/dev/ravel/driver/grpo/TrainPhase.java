@@ -152,15 +152,25 @@ final class TrainPhase {
     }
   }
 
-  /** Every rank's answer to one call, in rank order (all were sent before any is awaited). */
+  /**
+   * Every rank's answer to one call, in rank order (all were sent before any is awaited). When a call failed, every
+   * rank's call is awaited first, and a rank whose process died is what is reported: the ranks left fail too, in
+   * their collective, but because of it.
+   */
   private static <T> List<T> onEveryRank(List<dev.ravel.workers.actor.RavelRef<T>> calls) {
     List<T> out = new java.util.ArrayList<>();
+    RuntimeException first = null;
     for (int r = 0; r < calls.size(); r++) {
       try {
         out.add(calls.get(r).get());
       } catch (io.ray.api.exception.RayActorException e) {
         throw new RankDied(r, e);
+      } catch (RuntimeException e) {
+        first = first == null ? e : first;
       }
+    }
+    if (first != null) {
+      throw first;
     }
     return out;
   }

@@ -335,6 +335,50 @@ final class MultiNodeIT {
     assertThat(late).containsExactly(cluster.nodeIp(0));
   }
 
+  @Test
+  @Order(10)
+  void trainerRankLoss_itsNodeKilled_theRunStopsNamingTheRankAndResumesOnTheNodeLeft() throws Exception {
+    cluster.close(); // a fresh cluster: the last test lost its second node
+    cluster = null;
+    cluster = NamespacedCluster.up(dir.resolve("c"), 2, UP_OPTIONS);
+    int steps = 6;
+    Path runs = dir.resolve("runs-rank");
+    Path out = dir.resolve("rank.out");
+    // generation on the head's node; the two trainer ranks one on each node; a checkpoint after every step
+    List<String> config = List.of("run.mode=sync", "grpo.steps=" + steps, "generation.runtime=python",
+        "trainer.runtime=python", "model.layers=1", "model.hidden=32", "model.heads=2", "generation.workers=1",
+        "generation.resources=[ravel_node_0=0.01]", "grpo.checkpoint_every=1");
+    List<String> grouped = new ArrayList<>(config);
+    grouped.addAll(List.of("trainer.workers=2", "trainer.placement=strict_spread", "trainer.num_cpus=1"));
+    Process driver = start(runs, "mn-rank", List.of(), out, grouped.toArray(String[]::new));
+    RavelCommand.awaitOutput(out, driver, Pattern.compile("(?m)^step +2/"), "step   2/", 600);
+    assertThat(cluster.killNode(1)).as("processes of node 1").isPositive();
+    assertThat(driver.waitFor(900, TimeUnit.SECONDS)).isTrue();
+    String text = Files.readString(out, StandardCharsets.UTF_8);
+    assertThat(driver.exitValue()).as(text).isNotZero();
+    String line = text.lines().filter(l -> l.contains("the policy trainer's process died")).findFirst().orElseThrow(
+        () -> new AssertionError("no line about the trainer:\n" + text));
+    assertThat(line).contains("(rank 1 of 2: ").endsWith("the run can go on from its last checkpoint with --resume");
+    System.out.println("MultiNodeIT: rank loss: " + line);
+    int done = (int) Files.readAllLines(runs.resolve("mn-rank").resolve("steps.jsonl")).stream()
+        .filter(l -> !l.isBlank()).count();
+    assertThat(done).isBetween(2, steps - 1);
+
+    // go on, on the node left, with one trainer (the group's update is one trainer's)
+    List<String> resumed = new ArrayList<>(config);
+    resumed.addAll(List.of("--resume", "mn-rank"));
+    Run r = run(runs, "mn-rank", List.of(), resumed.toArray(String[]::new));
+    assertThat(r.exitCode()).as(r.output()).isZero();
+    Path runDir = runs.resolve("mn-rank");
+    assertFullBatches(runDir, steps);
+    JsonNode summary = new ObjectMapper().readTree(runDir.resolve("run.json").toFile());
+    assertThat(summary.get("resumed_after_step").asInt()).isBetween(2, steps - 1);
+    RunTraces traces = RunTraces.readDir(runDir);
+    Set<Object> late = traces.named("rl.trainer.train").stream().filter(s -> stepOf(traces, s) == steps)
+        .map(s -> s.resourceAttribute(RavelAttributes.RAY_NODE_IP)).collect(Collectors.toSet());
+    assertThat(late).containsExactly(cluster.nodeIp(0));
+  }
+
   private static String lastLine(String text) {
     List<String> lines = text.lines().filter(l -> !l.isBlank()).toList();
     return lines.stream().filter(l -> l.startsWith("run ")).reduce((a, b) -> b)
