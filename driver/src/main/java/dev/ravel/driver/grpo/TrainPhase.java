@@ -99,17 +99,19 @@ final class TrainPhase {
     try {
       return trainOnce(clock, stepSpan, step, batch);
     } catch (RankDied d) {
-      String m = String.valueOf(d.cause.getMessage());
-      throw new IllegalStateException("step " + Steps.number(step) + ": the policy trainer's process died ("
-          + (ranks.size() > 1 ? "rank " + d.rank + " of " + ranks.size() + ": " : "")
-          + (m.contains("\n") ? m.substring(0, m.indexOf('\n')) : m) + "); the run can go on from its last"
-          + " checkpoint with --resume", d.cause);
+      throw died(step, d.rank, d.cause);
     } catch (io.ray.api.exception.RayActorException e) {
-      String m = String.valueOf(e.getMessage());
-      throw new IllegalStateException("step " + Steps.number(step) + ": the policy trainer's process died ("
-          + (m.contains("\n") ? m.substring(0, m.indexOf('\n')) : m) + "); the run can go on from its last"
-          + " checkpoint with --resume", e);
+      throw died(step, 0, e); // every call but the log-probs and the update goes to rank 0 alone
     }
+  }
+
+  /** One line: the step, the rank when there are several, Ray's first line, and {@code --resume}. */
+  private IllegalStateException died(int step, int rank, io.ray.api.exception.RayActorException e) {
+    String m = String.valueOf(e.getMessage());
+    return new IllegalStateException("step " + Steps.number(step) + ": the policy trainer's process died ("
+        + (ranks.size() > 1 ? "rank " + rank + " of " + ranks.size() + ": " : "")
+        + (m.contains("\n") ? m.substring(0, m.indexOf('\n')) : m) + "); the run can go on from its last"
+        + " checkpoint with --resume", e);
   }
 
   private Trained trainOnce(PhaseClock clock, ScopedSpan stepSpan, int step, List<Trajectory> batch) {
