@@ -3,7 +3,7 @@
 # that need real nodes (placement on another node, node loss). Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN).
 #
 #   scripts/cluster.sh up [--nodes N] [--cpus-per-node C] [--head-cpus C] [--memory-mb M] [--object-store-mb O]
-#                         [--gpus-per-node G] [--head-gpus G] [--port P] [--subnet A.B.C]
+#                         [--gpus-per-node G] [--head-gpus G] [--port P] [--dashboard-port D] [--subnet A.B.C]
 #                         [--health-check-period-ms MS] [--health-check-failures K] [--timeout S] [--venv DIR]
 #   scripts/cluster.sh status                 per node: namespace, IP, `ray start` alive, the GCS's view;
 #                                             exit 0 when every node is alive, else 1
@@ -23,7 +23,8 @@
 # would route them to its gateway): every client runs inside a namespace (use `exec`). Per node (defaults):
 # --cpus-per-node 2 (--head-cpus: the head's), --memory-mb 3072, --object-store-mb 512, --gpus-per-node 0 (GPUs
 # declared to Ray on a CPU machine, to test GPU placement; --head-gpus: the head's). GCS port --port 6379,
-# dashboard and Jobs API at http://HEADIP:8265. Node death detection: --health-check-period-ms 3000 and
+# dashboard and Jobs API at http://HEADIP:8265 (--dashboard-port; clients find it in cluster.env or, like Ravel's
+# driver, in the GCS). Node death detection: --health-check-period-ms 3000 and
 # --health-check-failures 5 (Ray's defaults: ~15 s; 1000 and 3: ~3 s). Waits at most --timeout 120 s for the GCS,
 # all N nodes alive and the dashboard, then writes DIR/cluster.env (KEY=VALUE lines: RAY_ADDRESS,
 # RAVEL_RAY_DASHBOARD, RAVEL_CLUSTER_HEAD_NS, RAVEL_CLUSTER_HEAD_IP, RAVEL_CLUSTER_NODES, RAVEL_CLUSTER_VENV,
@@ -69,7 +70,7 @@ NAME="${RAVEL_CLUSTER_NAME:-ravel}"
 STATE="${RAVEL_CLUSTER_DIR:-}"
 SUBNET="${RAVEL_CLUSTER_SUBNET:-10.231.7}"
 VENV_OPT=""
-NODES=2 CPUS=2 HEAD_CPUS="" MEMORY_MB=3072 STORE_MB=512 GPUS=0 HEAD_GPUS="" PORT=6379
+NODES=2 CPUS=2 HEAD_CPUS="" MEMORY_MB=3072 STORE_MB=512 GPUS=0 HEAD_GPUS="" PORT=6379 DASH_PORT=8265
 HC_PERIOD_MS=3000 HC_FAILURES=5 TIMEOUT=120
 PRIVATE_TMPS=()
 NODE_ARG=""
@@ -103,6 +104,7 @@ while [ $# -gt 0 ]; do
         up:--gpus-per-node) need_uint "$opt" "$val"; GPUS="$val" ;;
         up:--head-gpus) need_uint "$opt" "$val"; HEAD_GPUS="$val" ;;
         up:--port) need_uint "$opt" "$val"; PORT="$val" ;;
+        up:--dashboard-port) need_uint "$opt" "$val"; DASH_PORT="$val" ;;
         up:--subnet) SUBNET="$val" ;;
         up:--health-check-period-ms) need_uint "$opt" "$val"; HC_PERIOD_MS="$val" ;;
         up:--health-check-failures) need_uint "$opt" "$val"; HC_FAILURES="$val" ;;
@@ -356,7 +358,7 @@ start_node() {
   if [ "$i" = 0 ]; then
     cpus="${HEAD_CPUS:-$CPUS}" gpus="${HEAD_GPUS:-$GPUS}"
     env_+=(RAY_health_check_period_ms="$HC_PERIOD_MS" RAY_health_check_failure_threshold="$HC_FAILURES")
-    args+=(--head --port "$PORT" --dashboard-host "$ip" --dashboard-port 8265)
+    args+=(--head --port "$PORT" --dashboard-host "$ip" --dashboard-port "$DASH_PORT")
   else
     cpus="$CPUS" gpus="$GPUS"
     args+=(--address "$head_ip:$PORT")
@@ -398,7 +400,8 @@ fail_up() {
 }
 config_string() {
   echo "nodes=$NODES cpus=$CPUS head_cpus=${HEAD_CPUS:-$CPUS} memory_mb=$MEMORY_MB object_store_mb=$STORE_MB" \
-       "gpus=$GPUS head_gpus=${HEAD_GPUS:-$GPUS} port=$PORT subnet=$SUBNET hc_period_ms=$HC_PERIOD_MS" \
+       "gpus=$GPUS head_gpus=${HEAD_GPUS:-$GPUS} port=$PORT dashboard_port=$DASH_PORT subnet=$SUBNET" \
+       "hc_period_ms=$HC_PERIOD_MS" \
        "hc_failures=$HC_FAILURES venv=$VENV"
 }
 # every recorded `ray start` alive and every node alive in the GCS (prints why not on stderr)
@@ -425,8 +428,8 @@ cmd_up() {
   [ "$NODES" -ge 1 ] && [ "$NODES" -le 64 ] || usage_error "--nodes must be 1..64, got $NODES"
   [ "$CPUS" -ge 1 ] || usage_error "--cpus-per-node must be at least 1"
   [ "$STORE_MB" -ge 80 ] || usage_error "--object-store-mb must be at least 80 (Ray's minimum is 75 MiB)"
-  [ "$MEMORY_MB" -ge 1 ] && [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] && [ "$PORT" != 8265 ] \
-    || usage_error "bad --memory-mb or --port"
+  [ "$MEMORY_MB" -ge 1 ] && [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] && [ "$DASH_PORT" -ge 1 ] \
+    && [ "$DASH_PORT" -le 65535 ] && [ "$PORT" != "$DASH_PORT" ] || usage_error "bad --memory-mb, --port or --dashboard-port"
   [ "$HC_PERIOD_MS" -ge 1 ] && [ "$HC_FAILURES" -ge 1 ] && [ "$TIMEOUT" -ge 1 ] \
     || usage_error "--health-check-period-ms, --health-check-failures and --timeout must be at least 1"
   # Ray's unix sockets live at TEMPDIR/session_<date>_<time>_<micros>_<head pid>/sockets/<name>, and a socket
@@ -540,8 +543,8 @@ cmd_up() {
     done
   done
   say "$NODES node(s) alive after $(since "$t0") s"
-  until ip netns exec "$(node_ns 0)" curl -sf -m 2 -o /dev/null "http://$head_ip:8265/api/version"; do
-    [ "$EPOCHSECONDS" -lt "$deadline" ] || fail_up "the dashboard at http://$head_ip:8265 did not answer within $TIMEOUT s" 0
+  until ip netns exec "$(node_ns 0)" curl -sf -m 2 -o /dev/null "http://$head_ip:$DASH_PORT/api/version"; do
+    [ "$EPOCHSECONDS" -lt "$deadline" ] || fail_up "the dashboard at http://$head_ip:$DASH_PORT did not answer within $TIMEOUT s" 0
     read_pid 0
     alive "$PID_I" "$START_I" || fail_up "the head's ray start (pid $PID_I) exited" 0
     sleep 0.5
@@ -549,7 +552,7 @@ cmd_up() {
 
   {
     printf 'RAY_ADDRESS=%q\n' "$head_ip:$PORT"
-    printf 'RAVEL_RAY_DASHBOARD=%q\n' "http://$head_ip:8265"
+    printf 'RAVEL_RAY_DASHBOARD=%q\n' "http://$head_ip:$DASH_PORT"
     printf 'RAVEL_CLUSTER_NAME=%q\n' "$NAME"
     printf 'RAVEL_CLUSTER_HEAD_NS=%q\n' "$(node_ns 0)"
     printf 'RAVEL_CLUSTER_HEAD_IP=%q\n' "$head_ip"
@@ -562,7 +565,7 @@ cmd_up() {
   echo "$config" >"$STATE/config"
   mkdir -p "$STATE/driver-tmp-ray"
   UP_DONE=1
-  echo "cluster '$NAME' up in $(since "$t0") s: $NODES node(s), RAY_ADDRESS=$head_ip:$PORT, dashboard http://$head_ip:8265"
+  echo "cluster '$NAME' up in $(since "$t0") s: $NODES node(s), RAY_ADDRESS=$head_ip:$PORT, dashboard http://$head_ip:$DASH_PORT"
   for (( i = 0; i < NODES; i++ )); do
     read_pid "$i"
     echo "  node $i: $(node_ns "$i") $SUBNET.$(( i + 1 )) ray start pid $PID_I$([ "$i" = 0 ] && echo ' (head)')"

@@ -105,7 +105,7 @@ public final class DriverSession implements AutoCloseable {
       this.head = started;
       // a driver of another Ray release than the cluster's fails inside Ray.init() with an NPE: say so first
       URI dashboard = started != null ? started.dashboardUrl()
-          : RayVersions.dashboardOf(addr, env.get(RayVersions.DASHBOARD_ENV));
+          : ClusterDashboard.find(addr, env, home.venv());
       RayVersions.check(addr, dashboard);
       connect(addr, started != null ? Optional.of("127.0.0.1") : nodeAddress(addr, dashboard), codePath,
           b.workerJvmOptions);

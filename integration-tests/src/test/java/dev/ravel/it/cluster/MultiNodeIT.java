@@ -44,9 +44,14 @@ final class MultiNodeIT {
   private static final int GROUP = 4;
   private static final Pattern STEP_LINE = Pattern.compile("(?m)^step +(\\d+)/");
 
-  /** Node death is noticed in ~3 s (health check every second, 3 misses) rather than Ray's 15 s. */
+  /**
+   * Node death is noticed in ~3 s (health check every second, 3 misses) rather than Ray's 15 s; the dashboard is not
+   * on Ray's default port, so a driver that is not told where it is must find it in the GCS.
+   */
+  private static final int DASHBOARD_PORT = 8266;
   private static final List<String> UP_OPTIONS = List.of("--cpus-per-node", "4", "--memory-mb", "4096",
-      "--object-store-mb", "512", "--health-check-period-ms", "1000", "--health-check-failures", "3");
+      "--object-store-mb", "512", "--health-check-period-ms", "1000", "--health-check-failures", "3",
+      "--dashboard-port", Integer.toString(DASHBOARD_PORT));
 
   private static Path dir;
   private static NamespacedCluster cluster;
@@ -202,12 +207,16 @@ final class MultiNodeIT {
 
   @Test
   @Order(6)
-  void loopbackAddressOfAHeadRegisteredUnderItsOwn_theDriverFindsItsNodeFromTheCluster() throws Exception {
+  void loopbackAddressOfAHeadRegisteredUnderItsOwn_theDriverFindsItsNodeAndDashboardFromTheCluster()
+      throws Exception {
     Path runs = dir.resolve("runs-loopback");
     int steps = 2;
-    Run r = run(runs, "mn-loopback", List.of(), "run.mode=sync", "grpo.steps=" + steps,
-        "cluster.address=127.0.0.1:" + NamespacedCluster.PORT);
+    // not told where the dashboard is (cluster.env's RAVEL_RAY_DASHBOARD unset): it reads it from the GCS
+    Run r = run(runs, "mn-loopback", List.of("env", "-u", "RAVEL_RAY_DASHBOARD"), List.of(), "run.mode=sync",
+        "grpo.steps=" + steps, "cluster.address=127.0.0.1:" + NamespacedCluster.PORT);
     assertThat(r.exitCode()).as(r.output()).isZero();
+    assertThat(r.output()).contains("the cluster's dashboard, as registered in its GCS: http://" + cluster.nodeIp(0)
+        + ":" + DASHBOARD_PORT);
     assertFullBatches(runs.resolve("mn-loopback"), steps);
   }
 
@@ -221,7 +230,7 @@ final class MultiNodeIT {
         home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=3", "grpo.prompts_per_step=" + PROMPTS,
         "grpo.group_size=" + GROUP, "generation.workers=2", "generation.placement=strict_spread",
         "generation.num_cpus=1", "cluster.worker_heap_mb=256", "telemetry.preset=per_step",
-        "telemetry.runs_dir=" + runs, "telemetry.run_id=mn-job", "--address", "http://" + cluster.nodeIp(0) + ":8265",
+        "telemetry.runs_dir=" + runs, "telemetry.run_id=mn-job", "--address", "http://" + cluster.nodeIp(0) + ":" + DASHBOARD_PORT,
         "--submission-id", "mn-job-" + ProcessHandle.current().pid(), "--wait");
     ProcessBuilder pb = new ProcessBuilder(cluster.command(List.of(), cmd)).redirectErrorStream(true)
         .redirectOutput(out.toFile());
@@ -422,9 +431,15 @@ final class MultiNodeIT {
   private record Run(int exitCode, String output) {}
 
   private static Run run(Path runs, String runId, List<String> privateDirs, String... overrides) throws Exception {
+    return run(runs, runId, List.of(), privateDirs, overrides);
+  }
+
+  /** As above, {@code bin/ravel} run under {@code prefix} (such as {@code env -u VAR}). */
+  private static Run run(Path runs, String runId, List<String> prefix, List<String> privateDirs, String... overrides)
+      throws Exception {
     Path out = dir.resolve(runId + ".out");
     long t0 = System.nanoTime();
-    Process p = start(runs, runId, privateDirs, out, overrides);
+    Process p = start(runs, runId, prefix, privateDirs, out, overrides);
     if (!p.waitFor(900, TimeUnit.SECONDS)) {
       p.destroy();
       p.waitFor(30, TimeUnit.SECONDS);
@@ -438,8 +453,14 @@ final class MultiNodeIT {
 
   private static Process start(Path runs, String runId, List<String> privateDirs, Path out, String... overrides)
       throws IOException {
+    return start(runs, runId, List.of(), privateDirs, out, overrides);
+  }
+
+  private static Process start(Path runs, String runId, List<String> prefix, List<String> privateDirs, Path out,
+      String... overrides) throws IOException {
     Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
-    List<String> cmd = new ArrayList<>(List.of(home.resolve("bin/ravel").toString(), "run",
+    List<String> cmd = new ArrayList<>(prefix);
+    cmd.addAll(List.of(home.resolve("bin/ravel").toString(), "run",
         home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=" + STEPS, "grpo.prompts_per_step=" + PROMPTS,
         "grpo.group_size=" + GROUP, "generation.workers=2", "cluster.worker_heap_mb=256", "telemetry.preset=per_step",
         "telemetry.runs_dir=" + runs, "telemetry.run_id=" + runId));
