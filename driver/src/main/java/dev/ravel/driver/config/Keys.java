@@ -125,6 +125,11 @@ public final class Keys {
   public static final Key<Integer> MAX_RESTARTS = key("cluster", "max_restarts", INTEGER, 3, between(0, 100),
       "how often Ray restarts a generation worker or the reward environment whose process died; its calls are issued again");
 
+  /** {@code cluster.node_loss_timeout_s}. */
+  public static final Key<Double> NODE_LOSS_TIMEOUT_S = key("cluster", "node_loss_timeout_s", NUMBER, 120.0,
+      in(1, 86_400, true), "how long a call waits for a generation worker or reward environment whose process died"
+          + " (its node lost, say) to be restarted on a node left; then the step fails naming it and where it ran");
+
   // ---- generation ----
 
   /** {@code generation.workers}. */

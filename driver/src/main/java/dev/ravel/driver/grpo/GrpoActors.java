@@ -164,12 +164,13 @@ final class GrpoActors {
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
           settings.groupsPerCall(), settings.maxRestarts(), from == null ? 0 : from.weightVersion(),
-          data == null ? null : data.prepared().prompts());
+          data == null ? null : data.prepared().prompts(), settings.restartWaitMs());
       collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
           .maxConcurrency(SERVICE_CONCURRENCY).resources(settings.placement().trainerResources()).remote();
     }
     GrpoActors actors = new GrpoActors(workers, rewards, trainers, buffer, collector,
-        new Failover(session.spans(), settings.maxRestarts(), workers, rewards), ObjectStore.RAY);
+        new Failover(session.spans(), settings.maxRestarts(), workers, rewards, settings.restartWaitMs()),
+        ObjectStore.RAY);
     actors.awaitReady();
     actors.formTrainerGroup();
     actors.failover.recordProcesses();

@@ -43,12 +43,13 @@ import java.util.Map;
  * @param inflightUpdates async: the collector's calls go on through each refit, their requests finishing under
  *     the new weights ({@code generation.inflight_updates}); otherwise it drains first
  * @param placement where the generation workers go ({@code generation.placement}, {@code generation.num_cpus})
+ * @param restartWaitMs how long a call waits for a dead worker's restart ({@code cluster.node_loss_timeout_s})
  */
 record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize, long seed, long maxAge,
     int checkpointEvery, int workers, int kvTokenBudget, int maxRunningRequests, int maxConcurrency,
     GrpoConfig grpo, SamplingParams sampling, String modelName, ServerBackendSpec servers, Python python,
     int groupsPerCall, dev.ravel.workers.model.ModelSpec javaModel, int maxRestarts, Data data, Reward reward,
-    boolean inflightUpdates, Placement placement) {
+    boolean inflightUpdates, Placement placement, long restartWaitMs) {
 
   /**
    * Where the generation workers and the trainer ranks go.
@@ -184,7 +185,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
         new Reward(config.get(Keys.REWARD_WORKERS), config.get(Keys.REWARD_ON_ERROR),
             config.get(Keys.REWARD_TIMEOUT_S), config.get(Keys.REWARD_CLASS)),
         config.get(Keys.INFLIGHT_UPDATES),
-        Placement.of(config));
+        Placement.of(config), Math.round(config.get(Keys.NODE_LOSS_TIMEOUT_S) * 1000));
   }
 
   /**

@@ -391,6 +391,31 @@ final class MultiNodeIT {
     assertThat(late).containsExactly(cluster.nodeIp(0));
   }
 
+  @Test
+  @Order(11)
+  void nodeLoss_strictSpreadLeavesNoNodeForTheWorker_theStepFailsAfterTheTimeoutNamingItAndItsNode()
+      throws Exception {
+    cluster.close(); // a fresh cluster: the last test lost its second node
+    cluster = null;
+    cluster = NamespacedCluster.up(dir.resolve("c"), 2, UP_OPTIONS);
+    Path runs = dir.resolve("runs-stranded");
+    Path out = dir.resolve("stranded.out");
+    // one generation worker on each node, and no node to restart the second one on once its node is gone
+    Process driver = start(runs, "mn-stranded", List.of(), out, "run.mode=sync", "grpo.steps=30",
+        "generation.placement=strict_spread", "generation.num_cpus=1", "trainer.resources=[ravel_node_0=0.01]",
+        "cluster.node_loss_timeout_s=10");
+    RavelCommand.awaitOutput(out, driver, Pattern.compile("(?m)^step +2/"), "step   2/", 600);
+    assertThat(cluster.killNode(1)).as("processes of node 1").isPositive();
+    assertThat(driver.waitFor(900, TimeUnit.SECONDS)).isTrue();
+    String text = Files.readString(out, StandardCharsets.UTF_8);
+    assertThat(driver.exitValue()).as(text).isNotZero();
+    String line = text.lines().filter(l -> l.contains("did not restart it within 10.0 s")).findFirst()
+        .orElseThrow(() -> new AssertionError("no line about the stranded worker:\n" + text));
+    assertThat(line).contains("generation_worker/").contains("(last on " + cluster.nodeIp(1) + ", now dead)")
+        .contains("cluster.node_loss_timeout_s");
+    System.out.println("MultiNodeIT: stranded worker: " + line);
+  }
+
   private static String lastLine(String text) {
     List<String> lines = text.lines().filter(l -> !l.isBlank()).toList();
     return lines.stream().filter(l -> l.startsWith("run ")).reduce((a, b) -> b)

@@ -4,6 +4,7 @@ import dev.ravel.workers.task.DatasetPrompts;
 import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.buffer.ReplayBuffer;
 import dev.ravel.workers.engine.SamplingParams;
+import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.reward.RewardEnvironment;
 import java.io.Serializable;
@@ -21,11 +22,22 @@ import java.util.List;
  * @param maxRestarts how often Ray restarts a worker or the reward environment (a call to one whose process
  *     died is issued again, at most this many times)
  * @param firstTarget the first target step (0, or the step a resumed run goes on with)
+ * @param restartWaitMs how long a call waits for a worker whose process died to be restarted
+ *     ({@code cluster.node_loss_timeout_s})
  */
 public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers,
     List<RavelActorHandle<RewardEnvironment>> rewards, RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
-    int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget, DatasetPrompts data)
-    implements Serializable {
+    int lead, int maxInFlight, int groupsPerCall, int maxRestarts, long firstTarget, DatasetPrompts data,
+    long restartWaitMs) implements Serializable {
+  /** As the canonical constructor, waiting {@link Failover#RESTART_WAIT_MS} for a restart. */
+  public CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers,
+      List<RavelActorHandle<RewardEnvironment>> rewards, RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep,
+      int groupSize, SamplingParams sampling, long seed, int lead, int maxInFlight, int groupsPerCall, int maxRestarts,
+      long firstTarget, DatasetPrompts data) {
+    this(workers, rewards, buffer, promptsPerStep, groupSize, sampling, seed, lead, maxInFlight, groupsPerCall,
+        maxRestarts, firstTarget, data, Failover.RESTART_WAIT_MS);
+  }
+
   /** A collector of the built-in digit task. */
   public CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<ReplayBuffer> buffer, int promptsPerStep, int groupSize, SamplingParams sampling, long seed,
@@ -51,6 +63,9 @@ public record CollectorSpec(List<RavelActorHandle<GenerationWorker>> workers,
     }
     if (maxInFlight < 1) {
       throw new IllegalArgumentException("maxInFlight must be at least 1, got " + maxInFlight);
+    }
+    if (restartWaitMs < 1) {
+      throw new IllegalArgumentException("restartWaitMs must be at least 1, got " + restartWaitMs);
     }
   }
 }

@@ -67,7 +67,7 @@ public final class TrajectoryCollectorActor extends RavelActor implements Trajec
     CollectorSpec spec = specPayload.value();
     this.spec = spec;
     this.nextTarget = spec.firstTarget();
-    this.failover = new Failover(spans(), spec.maxRestarts(), spec.workers(), spec.rewards());
+    this.failover = new Failover(spans(), spec.maxRestarts(), spec.workers(), spec.rewards(), spec.restartWaitMs());
     this.calls = Executors.newFixedThreadPool(spec.maxInFlight(), r -> {
       Thread t = new Thread(r, "collector-call");
       t.setDaemon(true);

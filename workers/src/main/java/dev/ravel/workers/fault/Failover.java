@@ -16,6 +16,7 @@ import dev.ravel.workers.task.Problem;
 import io.opentelemetry.api.common.Attributes;
 import io.ray.api.ObjectRef;
 import io.ray.api.exception.RayActorException;
+import io.ray.api.exception.RayTimeoutException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -52,7 +53,8 @@ public final class Failover {
   /** The reward environment's name in {@link FaultStats#processes()}. */
   public static final String REWARD = "reward_environment";
   /** How long a restart may take before the actor counts as dead for good. */
-  static final long RESTART_WAIT_MS = 120_000L;
+  /** How long a call waits for a dead actor's restart unless told ({@code cluster.node_loss_timeout_s}). */
+  public static final long RESTART_WAIT_MS = 120_000L;
   private static final long ASK_AGAIN_MS = 250L;
 
   private final Spans spans;
@@ -61,6 +63,8 @@ public final class Failover {
   private final List<RavelActorHandle<RewardEnvironment>> rewards;
   /** Per actor (workers by index, then the reward environments): the processes seen, guarded by the list. */
   private final List<List<Long>> pids = new ArrayList<>();
+  /** Per actor, as {@link #pids}: the address of the node its newest process runs on (null: not known). */
+  private final List<String> nodes = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final AtomicLong failedCalls = new AtomicLong();
   private final AtomicLong retriedCalls = new AtomicLong();
   private final AtomicLong retriedRequests = new AtomicLong();
@@ -89,7 +93,11 @@ public final class Failover {
     this(spans, maxRestarts, workers, List.of(reward), restartWaitMs);
   }
 
-  Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
+  /**
+   * As above, waiting at most {@code restartWaitMs} for a dead actor to be restarted (a node lost may leave no node
+   * that can take it: then the call fails, naming the actor and where it last ran).
+   */
+  public Failover(Spans spans, int maxRestarts, List<RavelActorHandle<GenerationWorker>> workers,
       List<RavelActorHandle<RewardEnvironment>> rewards, long restartWaitMs) {
     if (rewards.isEmpty()) {
       throw new IllegalArgumentException("a failover needs a reward environment");
@@ -104,6 +112,7 @@ public final class Failover {
     this.rewards = List.copyOf(rewards);
     for (int i = 0; i < workers.size() + rewards.size(); i++) {
       pids.add(new ArrayList<>());
+      nodes.add(null);
     }
   }
 
@@ -114,6 +123,12 @@ public final class Failover {
     rewards.forEach(r -> refs.add(r.call(RewardEnvironment::processId)));
     for (int i = 0; i < refs.size(); i++) {
       seen(i, refs.get(i).get());
+    }
+    List<RavelActorHandle<?>> all = new ArrayList<>(workers);
+    all.addAll(rewards);
+    List<String> where = ActorNodes.nodesOf(all);
+    for (int i = 0; i < where.size(); i++) {
+      nodes.set(i, where.get(i));
     }
   }
 
@@ -211,7 +226,10 @@ public final class Failover {
         return; // already recovered, by a call that failed on the same dead process
       }
       p.add(pid);
-      LOG.warn("{} died ({}); Ray restarted it as pid {}", name(actor), firstLine(cause), pid);
+      String node = ActorNodes.nodeOf(handle(actor));
+      LOG.warn("{} died ({}); Ray restarted it as pid {}{}", name(actor), firstLine(cause), pid,
+          node == null ? "" : " on " + node);
+      nodes.set(actor, node);
       Weights w = weights;
       if (actor < workers.size() && w != null) {
         long loaded = workers.get(actor).call(GenerationWorker::updateWeights, w.ref()).get();
@@ -231,13 +249,14 @@ public final class Failover {
   private long restartedProcessId(int actor, RayActorException cause) {
     long deadline = System.nanoTime() + restartWaitMs * 1_000_000L;
     while (true) {
+      long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
       try {
-        return actor >= workers.size() ? rewards.get(actor - workers.size()).call(RewardEnvironment::processId).get()
-            : workers.get(actor).call(GenerationWorker::processId).get();
+        return actor >= workers.size()
+            ? rewards.get(actor - workers.size()).call(RewardEnvironment::processId).get(left)
+            : workers.get(actor).call(GenerationWorker::processId).get(left);
       } catch (RayActorException e) {
         if (System.nanoTime() > deadline) {
-          throw new IllegalStateException(name(actor) + " died and Ray did not restart it within "
-              + restartWaitMs / 1000.0 + " s (cluster.max_restarts=" + maxRestarts + "): " + firstLine(cause), e);
+          throw notRestarted(actor, cause, e);
         }
         try {
           Thread.sleep(ASK_AGAIN_MS);
@@ -245,8 +264,22 @@ public final class Failover {
           Thread.currentThread().interrupt();
           throw new IllegalStateException("interrupted while waiting for " + name(actor) + " to restart", ie);
         }
+      } catch (RayTimeoutException | IllegalStateException e) { // a Ray call, or an in-process one, not answered
+        throw notRestarted(actor, cause, e);
       }
     }
+  }
+
+  private RavelActorHandle<?> handle(int actor) {
+    return actor >= workers.size() ? rewards.get(actor - workers.size()) : workers.get(actor);
+  }
+
+  private IllegalStateException notRestarted(int actor, RayActorException cause, RuntimeException e) {
+    String where = nodes.get(actor);
+    return new IllegalStateException(name(actor) + (where == null ? "" : " (last on " + where + ", "
+        + (ActorNodes.alive(where) ? "alive" : "now dead") + ")") + " died and Ray did not restart it within "
+        + restartWaitMs / 1000.0 + " s (cluster.node_loss_timeout_s; no node left may take it, as with"
+        + " generation.placement=strict_spread): " + firstLine(cause), e);
   }
 
   private long lastPid(int actor) {

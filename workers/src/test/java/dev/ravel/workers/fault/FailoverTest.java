@@ -76,6 +76,9 @@ final class FailoverTest {
     final List<String> parents = new CopyOnWriteArrayList<>();
     volatile boolean restartable = true;
     volatile boolean dead;
+    /** A restart Ray cannot place (no node left for it): asked for its process id, it never answers. */
+    volatile boolean unplaceable;
+    final java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
 
     DyingWorker(int deaths) {
       this.deathsLeft = new AtomicInteger(deaths);
@@ -119,6 +122,13 @@ final class FailoverTest {
     public long processId() {
       if (dead) {
         throw new RayActorException(1, "The actor is dead.", null);
+      }
+      if (unplaceable && deathsLeft.get() < 1) {
+        try {
+          released.await(60, java.util.concurrent.TimeUnit.SECONDS); // released by the test; bounded anyway
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
       }
       return pid;
     }
@@ -258,8 +268,26 @@ final class FailoverTest {
     long t0 = System.nanoTime();
     assertThatThrownBy(() -> f.generate(0, false, requests(1)).get())
         .hasMessageStartingWith("generation_worker/0 died and Ray did not restart it within 0.6 s"
-            + " (cluster.max_restarts=3)");
+            + " (cluster.node_loss_timeout_s;");
     assertThat(System.nanoTime() - t0).as("asked again until the wait ran out").isGreaterThan(500_000_000L);
+  }
+
+  @Test
+  void generate_restartRayCannotPlace_failsAfterTheNodeLossTimeoutNamingTheActor() {
+    DyingWorker dying = new DyingWorker(1);
+    dying.unplaceable = true;
+    Failover f = failover(3, 600, dying);
+    try {
+      assertThatThrownBy(() -> f.generate(0, false, requests(1)).get())
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageStartingWith("generation_worker/0 died and Ray did not restart it within 0.6 s"
+              + " (cluster.node_loss_timeout_s; no node left may take it")
+          .hasMessageContaining("The actor died unexpectedly before finishing this task.");
+      assertThat(f.stats().failedCalls()).isEqualTo(1);
+      assertThat(f.stats().retriedCalls()).isZero(); // nothing was issued again: nothing counted twice
+    } finally {
+      dying.released.countDown();
+    }
   }
 
   @Test
