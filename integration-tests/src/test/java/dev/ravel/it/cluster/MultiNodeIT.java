@@ -338,6 +338,10 @@ final class MultiNodeIT {
     List<SpanRecord> failed = traces.named("rl.fault.failed_call");
     assertThat(failed).hasSize(faults.get("failed_calls").asInt());
     System.out.println("MultiNodeIT: node loss: failed call: " + failed.get(0).statusMessage());
+    // each names the node its dead process ran on, and its retry that the node died
+    assertThat(failed).allSatisfy(f -> assertThat(f.attribute(RavelAttributes.FAULT_NODE)).isEqualTo(cluster.nodeIp(1)));
+    assertThat(traces.named("rl.fault.retry")).hasSize(faults.get("retried_calls").asInt())
+        .allSatisfy(r -> assertThat(r.attribute(RavelAttributes.FAULT_NODE_DEAD)).isEqualTo(true));
     long lastStep = steps;
     Set<Object> late = traces.named("rl.worker.generate").stream().filter(s -> stepOf(traces, s) == lastStep)
         .map(s -> s.resourceAttribute(RavelAttributes.RAY_NODE_IP)).collect(Collectors.toSet());

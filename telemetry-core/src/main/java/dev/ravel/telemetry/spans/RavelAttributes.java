@@ -33,6 +33,10 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> FAULT_ATTEMPT = AttributeKey.longKey("rl.fault.attempt");
   /** The process id of the actor process that died under the call. */
   public static final AttributeKey<Long> FAULT_DEAD_PID = AttributeKey.longKey("rl.fault.dead_pid");
+  /** The address of the node the process that died ran on. */
+  public static final AttributeKey<String> FAULT_NODE = AttributeKey.stringKey("rl.fault.node");
+  /** On a retry: whether the cluster counts that node dead once the actor was restarted (a node lost). */
+  public static final AttributeKey<Boolean> FAULT_NODE_DEAD = AttributeKey.booleanKey("rl.fault.node_dead");
 
   // phases
   /** A phase span's goodput bucket: {@code productive}, {@code overhead}, {@code idle}, {@code wasted}. */

@@ -319,13 +319,18 @@ public final class Failover {
      */
     public R get() {
       long deadPid = lastPid(actor);
+      String deadNode = nodes.get(actor);
       try {
         return first.get();
       } catch (RayActorException e) {
         failedCalls.incrementAndGet();
-        spans.failed(SpanGroup.WORKER, SpanNames.FAULT_FAILED_CALL, issuedAt, e, Attributes.builder()
-            .put(RavelAttributes.FAULT_ACTOR, name(actor)).put(RavelAttributes.FAULT_ATTEMPT, 1L)
-            .put(RavelAttributes.FAULT_DEAD_PID, deadPid).put(RavelAttributes.NUM_REQUESTS, (long) requests).build());
+        var failed = Attributes.builder().put(RavelAttributes.FAULT_ACTOR, name(actor))
+            .put(RavelAttributes.FAULT_ATTEMPT, 1L).put(RavelAttributes.FAULT_DEAD_PID, deadPid)
+            .put(RavelAttributes.NUM_REQUESTS, (long) requests);
+        if (deadNode != null) {
+          failed.put(RavelAttributes.FAULT_NODE, deadNode);
+        }
+        spans.failed(SpanGroup.WORKER, SpanNames.FAULT_FAILED_CALL, issuedAt, e, failed.build());
         RayActorException last = e;
         for (long attempt = 2; attempt <= maxRestarts + 1L; attempt++) {
           recover(actor, last);
@@ -335,6 +340,11 @@ public final class Failover {
           try (ScopedSpan s = spans.start(SpanGroup.WORKER, SpanNames.FAULT_RETRY)) {
             s.set(RavelAttributes.FAULT_ACTOR, name(actor)).set(RavelAttributes.FAULT_ATTEMPT, attempt)
                 .set(RavelAttributes.NUM_REQUESTS, (long) requests);
+            if (deadNode != null) { // where the process that died ran, and whether its node died with it
+              s.set(RavelAttributes.FAULT_NODE, deadNode)
+                  .set(RavelAttributes.FAULT_NODE_DEAD, !ActorNodes.alive(deadNode));
+            }
+            deadNode = nodes.get(actor);
             try {
               return issue.get().get();
             } catch (RayActorException again) {
