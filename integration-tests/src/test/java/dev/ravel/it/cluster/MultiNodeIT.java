@@ -35,7 +35,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * GRPO on a real two-node Ray cluster: each node a {@code ray start} in a network namespace of its own with an
  * address of its own ({@code scripts/cluster.sh}, one cluster shared by the class), the driver ({@code bin/ravel
  * run}) inside the head's namespace as a user runs it. Which node every span's process ran on is read from the
- * spans' resource ({@code ray.node.ip}). The node-loss test kills the second node's raylet and runs last.
+ * spans' resource ({@code ray.node.ip}). The loss tests run last: the first kills the second node's raylet, the
+ * others each start a fresh cluster and kill every process of its second node.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 final class MultiNodeIT {
@@ -46,12 +47,13 @@ final class MultiNodeIT {
 
   /**
    * Node death is noticed in ~3 s (health check every second, 3 misses) rather than Ray's 15 s; the dashboard is not
-   * on Ray's default port, so a driver that is not told where it is must find it in the GCS.
+   * on Ray's default port, so a driver that is not told where it is must find it in the GCS; each node declares one
+   * GPU to Ray (a CPU machine: placement by GPUs is tested, the workers compute on the CPU).
    */
   private static final int DASHBOARD_PORT = 8266;
   private static final List<String> UP_OPTIONS = List.of("--cpus-per-node", "4", "--memory-mb", "4096",
       "--object-store-mb", "512", "--health-check-period-ms", "1000", "--health-check-failures", "3",
-      "--dashboard-port", Integer.toString(DASHBOARD_PORT));
+      "--dashboard-port", Integer.toString(DASHBOARD_PORT), "--gpus-per-node", "1");
 
   private static Path dir;
   private static NamespacedCluster cluster;
@@ -162,6 +164,21 @@ final class MultiNodeIT {
 
   @Test
   @Order(5)
+  void pythonWorkers_oneGpuEach_landOnTheTwoNodesThatDeclareOne() throws Exception {
+    Path runs = dir.resolve("runs-gpu");
+    int steps = 2;
+    // each node declares one GPU: two workers asking for one each cannot share a node
+    Run r = run(runs, "mn-gpu", List.of(), "run.mode=sync", "grpo.steps=" + steps, "generation.runtime=python",
+        "trainer.runtime=python", "model.layers=1", "model.hidden=32", "model.heads=2", "generation.num_gpus=1",
+        "generation.device=auto");
+    assertThat(r.exitCode()).as(r.output()).isZero();
+    RunTraces traces = RunTraces.readDir(runs.resolve("mn-gpu"));
+    assertThat(nodesOf(traces, "rl.worker.generate")).containsExactlyInAnyOrder(cluster.nodeIp(0), cluster.nodeIp(1));
+    assertFullBatches(runs.resolve("mn-gpu"), steps);
+  }
+
+  @Test
+  @Order(6)
   void pythonTrainerGroup_twoRanksOnTwoNodes_trainTogetherAsOneTrainerDoes() throws Exception {
     Path runs = dir.resolve("runs-group");
     int steps = 2;
@@ -206,7 +223,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void loopbackAddressOfAHeadRegisteredUnderItsOwn_theDriverFindsItsNodeAndDashboardFromTheCluster()
       throws Exception {
     Path runs = dir.resolve("runs-loopback");
@@ -221,7 +238,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(7)
+  @Order(8)
   void submitRun_toTheClustersHead_oneTraceFromSubmitWithWorkersOnBothNodes() throws Exception {
     Path runs = dir.resolve("runs-job");
     Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
@@ -254,7 +271,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(8)
+  @Order(9)
   void raylet_killedInAnAsyncRun_theCollectorsWorkerRestartsOnTheNodeLeftAndTheRunCompletes() throws Exception {
     int steps = 8;
     Path runs = dir.resolve("runs-raylet");
@@ -283,7 +300,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(9)
+  @Order(10)
   void nodeLoss_everyProcessOfTheSecondNodeKilled_itsWorkerRestartsOnTheNodeLeftAndNothingIsLost()
       throws Exception {
     // a fresh cluster: the last test lost its second node
@@ -349,7 +366,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(10)
+  @Order(11)
   void trainerRankLoss_itsNodeKilled_theRunStopsNamingTheRankAndResumesOnTheNodeLeft() throws Exception {
     cluster.close(); // a fresh cluster: the last test lost its second node
     cluster = null;
@@ -396,7 +413,7 @@ final class MultiNodeIT {
   }
 
   @Test
-  @Order(11)
+  @Order(12)
   void nodeLoss_strictSpreadLeavesNoNodeForTheWorker_theStepFailsAfterTheTimeoutNamingItAndItsNode()
       throws Exception {
     cluster.close(); // a fresh cluster: the last test lost its second node
