@@ -112,8 +112,3 @@ def all_reduce_measures(m: Measures, loss: float, device: torch.device) -> tuple
                     clipped_high=round(v[4]), clipped_dual=round(v[5]), ratio_sum=v[6], ratio_max=float(top.item()),
                     truncated=round(v[7]), entropy_sum=v[8]), v[9]
 
-
-def leave() -> None:
-    """Leaves the group (at close; nothing when this process never joined one)."""
-    if dist.is_initialized():
-        dist.destroy_process_group()
