@@ -1,7 +1,8 @@
 """Contract test: what Ravel's client sends and what `ravel serve` answers, checked by vLLM's own code.
 
 What it checks. `ravel serve --record-exchanges FILE` writes every HTTP exchange it serves as one JSON line
-(`method`, `path`, `query`, `headers`, `body`, `status`, `response`; see `vllm_contract/sample-exchanges.jsonl`).
+(`seq`, `method`, `path`, `query`, `headers`, `body`, `status`, `response`; see
+`vllm_contract/sample-exchanges.jsonl`).
 This module reads such logs and runs vLLM 0.33.0's own Python code over them:
 
 1. every (method, path) in the log is a route of vLLM's API app;
@@ -147,6 +148,8 @@ class Exchange:
 
     source: str
     line: int
+    seq: int
+    """The order the exchange arrived at the server (lines are written in the order exchanges end)."""
     method: str
     path: str
     query: str
@@ -206,13 +209,18 @@ def _read_log(source: str) -> ExchangeLog:
             if not isinstance(value, dict):
                 raise LogFormatError(f"{where}: not a JSON object")
             exchanges.append(_exchange(source, number, value, where))
+    # lines are written as exchanges end; `seq` is the order they arrived, the order a client's calls were made
+    exchanges.sort(key=lambda ex: ex.seq)
     return ExchangeLog(source, exchanges)
 
 
 def _exchange(source: str, number: int, value: dict[str, object], where: str) -> Exchange:
-    expected = {"method", "path", "query", "headers", "body", "status", "response"}
+    expected = {"seq", "method", "path", "query", "headers", "body", "status", "response"}
     if missing := expected - value.keys():
         raise LogFormatError(f"{where}: missing {sorted(missing)}")
+    seq = value["seq"]
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise LogFormatError(f"{where}: seq is not a positive integer: {seq!r}")
     if unknown := value.keys() - expected:
         raise LogFormatError(f"{where}: unknown fields {sorted(unknown)}")
     texts = {k: value[k] for k in ("method", "path", "query", "body", "response")}
@@ -230,7 +238,7 @@ def _exchange(source: str, number: int, value: dict[str, object], where: str) ->
         if not isinstance(name, str) or not isinstance(header, str) or name != name.lower():
             raise LogFormatError(f"{where}: header {name!r}: {header!r} is not a lowercase name with a string value")
         headers[name] = header
-    return Exchange(source, number, str(texts["method"]), str(texts["path"]), str(texts["query"]), headers,
+    return Exchange(source, number, seq, str(texts["method"]), str(texts["path"]), str(texts["query"]), headers,
                     str(texts["body"]), status, str(texts["response"]))
 
 

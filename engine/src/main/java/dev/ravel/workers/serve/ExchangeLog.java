@@ -16,9 +16,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code ravel serve --record-exchanges FILE}: every exchange as one JSON line {@code {"method", "path", "query",
- * "headers", "body", "status", "response"}} (headers: only {@code content-type}, {@code x-request-id},
- * {@code traceparent}, {@code tracestate}; bodies as text), in the order the exchanges end. A contract check
+ * {@code ravel serve --record-exchanges FILE}: every exchange as one JSON line {@code {"seq", "method", "path",
+ * "query", "headers", "body", "status", "response"}} (headers: only {@code content-type}, {@code x-request-id},
+ * {@code traceparent}, {@code tracestate}; bodies as text), in the order the exchanges end; {@code seq} numbers
+ * them in the order they arrived (from 1), which a check of the order of calls reads: a client's next call may
+ * end before the line of the call it waited for is written. A contract check
  * replays the requests through vLLM's own app and renders the answers through vLLM's own code. Nothing secret
  * passes here (no authorization header is kept). A write that fails is logged once and recording stops.
  */
@@ -27,6 +29,7 @@ final class ExchangeLog {
   private static final List<String> HEADERS = List.of("content-type", "x-request-id", "traceparent", "tracestate");
 
   private final Path file;
+  private final java.util.concurrent.atomic.AtomicLong arrivals = new java.util.concurrent.atomic.AtomicLong();
   private volatile boolean failed;
 
   ExchangeLog(Path file) {
@@ -35,17 +38,20 @@ final class ExchangeLog {
 
   /** What one exchange read and wrote. */
   static final class Capture {
+    final long seq;
     final byte[] request;
     final ByteArrayOutputStream response = new ByteArrayOutputStream();
 
-    Capture(byte[] request) {
+    Capture(long seq, byte[] request) {
+      this.seq = seq;
       this.request = request;
     }
   }
 
   /** Reads the request body (handing the handler a copy) and tees the response body. */
   Capture capture(HttpExchange ex) throws IOException {
-    Capture c = new Capture(ex.getRequestBody().readAllBytes());
+    long seq = arrivals.incrementAndGet(); // before the body is read: the order requests came in
+    Capture c = new Capture(seq, ex.getRequestBody().readAllBytes());
     OutputStream out = ex.getResponseBody();
     ex.setStreams(new ByteArrayInputStream(c.request), new FilterOutputStream(out) {
       @Override
@@ -68,6 +74,7 @@ final class ExchangeLog {
       return;
     }
     ObjectNode line = Responses.JSON.createObjectNode();
+    line.put("seq", c.seq);
     line.put("method", ex.getRequestMethod());
     line.put("path", ex.getRequestURI().getPath());
     String q = ex.getRequestURI().getRawQuery();
