@@ -234,8 +234,7 @@ final class GrpoLoopsTest {
     GrpoActors ok = actors(s, w);
     RavelActorHandle<PolicyTrainer> second =
         local(new PolicyTrainerActor(Payload.of(new TrainerSpec(w, s.grpo()))), PolicyTrainer.class, 1);
-    GrpoActors actors = new GrpoActors(ok.workers, ok.rewards, List.of(ok.trainer, second), null, null,
-        new Failover(spans, 0, ok.workers, ok.rewards), LocalRef::new);
+    GrpoActors actors = withTrainers(ok, List.of(ok.trainer, second));
     TrainPhase phase = new TrainPhase(actors.trainers, s, runDir, java.util.Map.of(), tokenizer.eos());
 
     new SyncLoop(s, actors, phase, steps(s), ArithmeticTask.standard(), tokenizer, w).run();
@@ -254,8 +253,7 @@ final class GrpoLoopsTest {
     ModelWeights w = initial(s);
     GrpoActors ok = actors(s, w);
     RavelActorHandle<PolicyTrainer> dying = local(new DyingTrainer(), PolicyTrainer.class, 1);
-    GrpoActors actors = new GrpoActors(ok.workers, ok.rewards, List.of(ok.trainer, dying), null, null,
-        new Failover(spans, 0, ok.workers, ok.rewards), LocalRef::new);
+    GrpoActors actors = withTrainers(ok, List.of(ok.trainer, dying));
 
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
         new TrainPhase(actors.trainers, s, runDir, java.util.Map.of(), tokenizer.eos()), steps(s),
@@ -272,8 +270,7 @@ final class GrpoLoopsTest {
     ModelWeights w = initial(s);
     GrpoActors ok = actors(s, w);
     RavelActorHandle<PolicyTrainer> dying = local(new DyingTrainer(), PolicyTrainer.class, 1);
-    GrpoActors actors = new GrpoActors(ok.workers, ok.rewards, dying, null, null,
-        new Failover(spans, 0, ok.workers, ok.rewards), LocalRef::new);
+    GrpoActors actors = withTrainers(ok, List.of(dying));
 
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> new SyncLoop(s, actors,
         new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps(s), ArithmeticTask.standard(), tokenizer, w)
@@ -355,6 +352,12 @@ final class GrpoLoopsTest {
       assertThat(x.tokens()).isPositive();
     });
     assertThat(samples).extracting(dev.ravel.telemetry.runs.SampleRecord::group).doesNotHaveDuplicates();
+  }
+
+  /** {@code ok}'s workers and rewards (sync) with these trainer ranks instead of its trainer. */
+  private GrpoActors withTrainers(GrpoActors ok, List<RavelActorHandle<PolicyTrainer>> trainers) {
+    return new GrpoActors(ok.workers, ok.rewards, trainers, null, null, new Failover(spans, 0, ok.workers, ok.rewards),
+        LocalRef::new);
   }
 
   private GrpoActors actors(GrpoSettings s, ModelWeights w) {

@@ -55,6 +55,10 @@ final class MultiNodeIT {
       "--object-store-mb", "512", "--health-check-period-ms", "1000", "--health-check-failures", "3",
       "--dashboard-port", Integer.toString(DASHBOARD_PORT), "--gpus-per-node", "1");
 
+  /** Python workers on a tiny model: one layer, 32 wide (the runs that check placement, not learning). */
+  private static final List<String> TINY_PYTHON = List.of("generation.runtime=python", "trainer.runtime=python",
+      "model.layers=1", "model.hidden=32", "model.heads=2");
+
   private static Path dir;
   private static NamespacedCluster cluster;
 
@@ -147,9 +151,8 @@ final class MultiNodeIT {
   void pythonWorkers_strictSpreadPutsOneOnEachNodeAndTheTrainerOnTheHead() throws Exception {
     Path runs = dir.resolve("runs-python");
     int steps = 3;
-    Run r = run(runs, "mn-python", List.of(), "run.mode=sync", "grpo.steps=" + steps, "generation.runtime=python",
-        "trainer.runtime=python", "model.layers=1", "model.hidden=32", "model.heads=2",
-        "generation.placement=strict_spread", "generation.num_cpus=1", "trainer.resources=[ravel_node_0=0.01]");
+    Run r = run(runs, "mn-python", List.of(), with(TINY_PYTHON, "run.mode=sync", "grpo.steps=" + steps,
+        "generation.placement=strict_spread", "generation.num_cpus=1", "trainer.resources=[ravel_node_0=0.01]"));
     assertThat(r.exitCode()).as(r.output()).isZero();
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-python"));
     assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
@@ -168,9 +171,8 @@ final class MultiNodeIT {
     Path runs = dir.resolve("runs-gpu");
     int steps = 2;
     // each node declares one GPU: two workers asking for one each cannot share a node
-    Run r = run(runs, "mn-gpu", List.of(), "run.mode=sync", "grpo.steps=" + steps, "generation.runtime=python",
-        "trainer.runtime=python", "model.layers=1", "model.hidden=32", "model.heads=2", "generation.num_gpus=1",
-        "generation.device=auto");
+    Run r = run(runs, "mn-gpu", List.of(), with(TINY_PYTHON, "run.mode=sync", "grpo.steps=" + steps,
+        "generation.num_gpus=1", "generation.device=auto"));
     assertThat(r.exitCode()).as(r.output()).isZero();
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-gpu"));
     assertThat(nodesOf(traces, "rl.worker.generate")).containsExactlyInAnyOrder(cluster.nodeIp(0), cluster.nodeIp(1));
@@ -375,9 +377,8 @@ final class MultiNodeIT {
     Path runs = dir.resolve("runs-rank");
     Path out = dir.resolve("rank.out");
     // generation on the head's node; the two trainer ranks one on each node; a checkpoint after every step
-    List<String> config = List.of("run.mode=sync", "grpo.steps=" + steps, "generation.runtime=python",
-        "trainer.runtime=python", "model.layers=1", "model.hidden=32", "model.heads=2", "generation.workers=1",
-        "generation.resources=[ravel_node_0=0.01]", "grpo.checkpoint_every=1");
+    List<String> config = List.of(with(TINY_PYTHON, "run.mode=sync", "grpo.steps=" + steps, "generation.workers=1",
+        "generation.resources=[ravel_node_0=0.01]", "grpo.checkpoint_every=1"));
     List<String> grouped = new ArrayList<>(config);
     grouped.addAll(List.of("trainer.workers=2", "trainer.placement=strict_spread", "trainer.num_cpus=1"));
     Process driver = start(runs, "mn-rank", List.of(), out, grouped.toArray(String[]::new));
@@ -472,6 +473,13 @@ final class MultiNodeIT {
         java.util.stream.IntStream.rangeClosed(1, steps).boxed().toList());
     assertThat(lines).allSatisfy(n -> assertThat(n.get("trajectories").asInt()).isEqualTo(trajectories));
     return lines;
+  }
+
+  /** {@code base}'s overrides, then {@code more}. */
+  private static String[] with(List<String> base, String... more) {
+    List<String> all = new ArrayList<>(base);
+    all.addAll(List.of(more));
+    return all.toArray(String[]::new);
   }
 
   private record Run(int exitCode, String output) {}
