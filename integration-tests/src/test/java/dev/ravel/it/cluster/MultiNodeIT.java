@@ -373,7 +373,7 @@ final class MultiNodeIT {
     cluster.close(); // a fresh cluster: the last test lost its second node
     cluster = null;
     cluster = NamespacedCluster.up(dir.resolve("c"), 2, UP_OPTIONS);
-    int steps = 6;
+    int steps = 12; // ten steps of slack between seeing step 2 and the kill landing: it lands mid-run
     Path runs = dir.resolve("runs-rank");
     Path out = dir.resolve("rank.out");
     // generation on the head's node; the two trainer ranks one on each node; a checkpoint after every step
