@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -130,6 +131,10 @@ final class VllmContractIT {
     return python;
   }
 
+  /**
+   * The exchanges of {@code log} in the order they arrived ({@code seq}): lines are written as exchanges end, and a
+   * client's next call can end before the line of the call it followed is written.
+   */
   static List<JsonNode> read(Path log) throws IOException {
     List<JsonNode> out = new ArrayList<>();
     for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
@@ -137,6 +142,7 @@ final class VllmContractIT {
         out.add(JSON.readTree(line));
       }
     }
+    out.sort(Comparator.comparingLong(x -> x.get("seq").asLong()));
     return out;
   }
 
