@@ -53,7 +53,7 @@ summary() {
     awk '/Reactor Summary/ {on = 1; next} on && /BUILD/ {exit} on && /(SUCCESS|FAILURE|SKIPPED)/ {sub(/^\[INFO\] /, "     "); print}' "$WORK/maven.log"
   fi
   (cd "$ROOT" && python3 scripts/test-times.py --top 10 workers/target/pytest \
-    */target/surefire-reports integration-tests/target/failsafe-reports* 2>/dev/null) | sed 's/^/   /' || true
+    */target/surefire-reports examples/*/target/surefire-reports integration-tests/target/failsafe-reports* 2>/dev/null) | sed 's/^/   /' || true
   rm -rf "$WORK"
   exit "$rc"
 }
@@ -136,3 +136,7 @@ maven() {
   return "${PIPESTATUS[0]}"
 }
 phase "maven verify (unit and integration tests)" maven
+
+# an application of its own (examples/java-app) built against Ravel's installed artifacts and run: its Java ->
+# Python -> Java pipeline on a Ray head of its own, its trace checked by its own tests
+phase "java-app example (installed artifacts)" "$ROOT/scripts/example-java-app.sh" "$RAY_VENV"

@@ -27,6 +27,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import group, hf, names, policy, rewards
+from .api import RoleActor
 from .engine import TransformersEngine
 from .grpo import (
     Measures,
@@ -43,7 +44,6 @@ from .role import role_method
 from .telemetry import ProcessTelemetry, process_telemetry
 from .wire import (
     EngineStats,
-    ExportStats,
     GenerationRequest,
     GenerationResult,
     GenerationWorkerSpec,
@@ -74,29 +74,7 @@ def _spec(spec: str | bytes | dict[str, Any]) -> dict[str, Any]:
     return json.loads(spec) if isinstance(spec, (str, bytes)) else dict(spec)
 
 
-class _Telemetry:
-    """The untraced telemetry methods every role has (``RavelRole`` on the Java side)."""
-
-    telemetry: ProcessTelemetry
-
-    @role_method(traced=False)
-    def telemetry_stats(self) -> ExportStats:
-        """This process's span counts."""
-        return self.telemetry.stats()
-
-    @role_method(traced=False)
-    def flush_telemetry(self, timeout_ms: int) -> ExportStats:
-        """Exports what is queued (waiting at most ``timeout_ms``), then the span counts."""
-        self.telemetry.flush(timeout_ms)
-        return self.telemetry.stats()
-
-    @role_method(traced=False)
-    def process_id(self) -> int:
-        """This actor's process id (a restarted actor answers with its new process's)."""
-        return os.getpid()
-
-
-class GenerationWorkerImpl(_Telemetry):
+class GenerationWorkerImpl(RoleActor):
     """A generation worker: the policy behind an inference engine (transformers, or vLLM when asked)."""
 
     ROLE = "generation_worker"
@@ -144,7 +122,7 @@ class GenerationWorkerImpl(_Telemetry):
         self.engine.close()
 
 
-class PolicyTrainerImpl(_Telemetry):
+class PolicyTrainerImpl(RoleActor):
     """The GRPO policy trainer: policy, AdamW state and the frozen reference (its initial weights).
 
     ``logprobs`` caches the batch's reference log-probs; the ``train`` call that follows on the same batch
@@ -392,7 +370,7 @@ class PolicyTrainerImpl(_Telemetry):
         return str(target)
 
 
-class RewardEnvironmentImpl(_Telemetry):
+class RewardEnvironmentImpl(RoleActor):
     """The reward environment of a run on your data: your reward function (``reward.function``) over the decoded
     completions, with the prompts, the reference answers and each row's metadata.
 

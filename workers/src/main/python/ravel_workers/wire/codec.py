@@ -8,6 +8,8 @@ problem rather than sending something Java cannot parse.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import types
 import typing
@@ -16,10 +18,15 @@ from typing import Any
 
 
 def to_wire(value: Any) -> Any:
-    """``value`` as JSON-ready data: dataclasses by their ``to_wire``, sequences and mappings recursively."""
+    """``value`` as JSON-ready data: Ravel's dataclasses by their ``to_wire``, other dataclasses field by field
+    (a Java record's components in snake case), enums by name, sequences, sets and mappings recursively."""
     if hasattr(value, "to_wire"):
         return value.to_wire()
-    if isinstance(value, (list, tuple)):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [to_wire(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): to_wire(v) for k, v in value.items()}
@@ -70,8 +77,26 @@ def from_wire(tp: Any, value: Any) -> Any:
         if not isinstance(value, list):
             raise ValueError(f"expected a JSON array for {tp}, got {type(value).__name__}")
         return [from_wire(item, v) for v in value]
+    if origin in (dict, Mapping):
+        key, item = typing.get_args(tp) or (str, Any)
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object for {tp}, got {type(value).__name__}")
+        return {k: from_wire(item, v) for k, v in value.items()}
     if isinstance(tp, type) and hasattr(tp, "from_wire"):
         return tp.from_wire(value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object for {tp.__name__}, got {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        fields = {f.name for f in dataclasses.fields(tp) if f.init}
+        missing = [f for f in fields if f not in value]
+        if missing:
+            raise ValueError(f"{tp.__name__}: field(s) {sorted(missing)} missing from {value!r}")
+        return tp(**{f: from_wire(hints.get(f, Any), value[f]) for f in fields})
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if not isinstance(value, str) or value not in tp.__members__:
+            raise ValueError(f"{value!r} is not a member of {tp.__name__}")
+        return tp[value]
     if tp is bytes:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)

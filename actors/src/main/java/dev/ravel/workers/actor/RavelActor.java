@@ -79,21 +79,79 @@ public abstract class RavelActor implements RavelRole {
   /** Runs one decoded call: context resumed, the role method in its span, the result encoded. */
   final byte[] serve(ActorInvocation call) throws Exception {
     Target t = targets.computeIfAbsent(new MethodKey(call.method(), call.descriptor()), k -> target(call));
+    return Codec.encode(run(t, call.carrier(), call.method(), call.args()));
+  }
+
+  /**
+   * The entry point of calls from Python ({@code ravel_workers.java_actor(name).call(method, *args)}). Not for
+   * direct use. {@code carrier} is the JSON object {@code {"traceparent", "tracestate", "baggage"}}, {@code method}
+   * the role method's name (as in Java, or in snake case), {@code args} the JSON array of its arguments in their
+   * wire form ({@link JsonWire}). The answer is UTF-8 JSON: {@code {"ok": result}}, or {@code {"error": {"type",
+   * "message"}}} when the method threw (the span records it as for any call), so the Python caller raises it with
+   * its Java type and message.
+   */
+  public final byte[] invokeJson(String carrier, String method, String args) {
+    com.fasterxml.jackson.databind.node.ObjectNode answer = CALL_JSON.createObjectNode();
+    try {
+      Target t = targets.computeIfAbsent(new MethodKey(method, "json"), k -> jsonTarget(method));
+      com.fasterxml.jackson.databind.JsonNode a = CALL_JSON.readTree(args == null || args.isEmpty() ? "[]" : args);
+      java.lang.reflect.Type[] types = t.method().getGenericParameterTypes();
+      if (!a.isArray() || a.size() != types.length) {
+        throw new IllegalArgumentException(role.name() + "." + t.method().getName() + " takes " + types.length
+            + " argument(s), got " + (a.isArray() ? a.size() + "" : "no JSON array") + ": " + abbreviate(args));
+      }
+      Object[] values = new Object[types.length];
+      for (int i = 0; i < types.length; i++) {
+        try {
+          values[i] = JsonWire.decode(a.get(i), types[i]);
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException(role.name() + "." + t.method().getName() + " argument " + (i + 1) + ": "
+              + e.getMessage(), e);
+        }
+      }
+      Object result = run(t, carrierOf(carrier), method, values);
+      answer.set("ok", JsonWire.encode(result, new java.util.ArrayList<>()));
+    } catch (Exception | Error e) {
+      com.fasterxml.jackson.databind.node.ObjectNode err = answer.removeAll().putObject("error");
+      err.put("type", e.getClass().getName());
+      err.put("message", String.valueOf(e.getMessage()));
+    }
+    return answer.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  private static final com.fasterxml.jackson.databind.ObjectMapper CALL_JSON =
+      new com.fasterxml.jackson.databind.ObjectMapper();
+
+  private static String abbreviate(String s) {
+    return s == null ? "null" : s.length() > 120 ? s.substring(0, 117) + "..." : s;
+  }
+
+  private static TraceCarrier carrierOf(String json) throws java.io.IOException {
+    if (json == null || json.isBlank()) {
+      return TraceCarrier.EMPTY;
+    }
+    com.fasterxml.jackson.databind.JsonNode c = CALL_JSON.readTree(json);
+    return TraceCarrier.of(c.path("traceparent").asText(""), c.path("tracestate").asText(""),
+        c.path("baggage").asText(""));
+  }
+
+  /** Runs a role method: context resumed from {@code carrier}, in its span unless untraced; returns its result. */
+  private Object run(Target t, TraceCarrier carrier, String method, Object[] args) throws Exception {
     Method m = t.method();
-    io.opentelemetry.context.Context parent = call.carrier().extract();
-    if (!call.carrier().traceparent().isEmpty()
+    io.opentelemetry.context.Context parent = carrier.extract();
+    if (!carrier.traceparent().isEmpty()
         && !io.opentelemetry.api.trace.Span.fromContext(parent).getSpanContext().isValid()) {
-      malformed(call);
+      malformed(method, carrier);
     }
     if (!t.traced()) {
       try (var scope = parent.makeCurrent()) {
-        return Codec.encode(dispatch(m, call.args()));
+        return dispatch(m, args);
       }
     }
     try (ScopedSpan s = spans().start(SpanGroup.WORKER, t.spanName(), SpanKind.SERVER, parent)) {
       s.set(RavelAttributes.ACTOR_ROLE, role.name()).set(RavelAttributes.ACTOR_METHOD, m.getName());
       try {
-        return Codec.encode(dispatch(m, call.args()));
+        return dispatch(m, args);
       } catch (Exception | Error e) {
         s.error(e);
         throw e;
@@ -106,7 +164,7 @@ public abstract class RavelActor implements RavelRole {
   private volatile io.opentelemetry.api.metrics.LongCounter malformedCarriers;
 
   /** A call whose carrier could not be resumed: counted, logged once per process; the call runs in a new trace. */
-  private void malformed(ActorInvocation call) {
+  private void malformed(String method, TraceCarrier carrier) {
     io.opentelemetry.api.metrics.LongCounter c = malformedCarriers;
     if (c == null) {
       c = telemetry.openTelemetry().getMeter(Spans.SCOPE).counterBuilder(TraceCarrier.MALFORMED_METRIC)
@@ -116,8 +174,8 @@ public abstract class RavelActor implements RavelRole {
     c.add(1, io.opentelemetry.api.common.Attributes.of(RavelAttributes.ACTOR_ROLE, role.name()));
     if (MALFORMED_LOGGED.compareAndSet(false, true)) {
       org.slf4j.LoggerFactory.getLogger(RavelActor.class).warn("{}.{}: malformed trace carrier (traceparent '{}');"
-          + " the call starts a new trace (counted in {}, logged once per process)", role.name(), call.method(),
-          call.carrier().traceparent(), TraceCarrier.MALFORMED_METRIC);
+          + " the call starts a new trace (counted in {}, logged once per process)", role.name(), method,
+          carrier.traceparent(), TraceCarrier.MALFORMED_METRIC);
     }
   }
 
@@ -140,6 +198,47 @@ public abstract class RavelActor implements RavelRole {
     Method m = resolve(call);
     boolean traced = !isRavelRoleMethod(m) && !untraced(m);
     return new Target(m, traced, traced ? SpanNames.actorCall(role.spans(), m.getName()) : null);
+  }
+
+  /** The role method called {@code name} (its Java name or snake case) for a call from Python: exactly one. */
+  private Target jsonTarget(String name) {
+    java.util.List<Method> found = new java.util.ArrayList<>();
+    for (Method m : getClass().getMethods()) {
+      if ((m.getName().equals(name) || SpanNames.snakeCase(m.getName()).equals(name)) && declaredByAnInterface(m)
+          && found.stream().noneMatch(f -> f.getName().equals(m.getName())
+              && java.util.Arrays.equals(f.getParameterTypes(), m.getParameterTypes()))) {
+        found.add(m);
+      }
+    }
+    if (found.size() != 1) {
+      throw new IllegalArgumentException(found.isEmpty()
+          ? role.name() + " (" + getClass().getName() + ") has no role method " + name
+          : role.name() + "." + name + " is overloaded: a call from Python cannot choose among " + found);
+    }
+    Method m;
+    try {
+      m = getClass().getMethod(found.get(0).getName(), found.get(0).getParameterTypes());
+    } catch (NoSuchMethodException e) {
+      throw new IllegalStateException(e);
+    }
+    m.setAccessible(true);
+    boolean traced = !isRavelRoleMethod(m) && !untraced(m);
+    return new Target(m, traced, traced ? SpanNames.actorCall(role.spans(), m.getName()) : null);
+  }
+
+  /** Whether an interface this actor implements (its role's, or {@link RavelRole}) declares {@code m}. */
+  private boolean declaredByAnInterface(Method m) {
+    for (Class<?> c = getClass(); c != null; c = c.getSuperclass()) {
+      for (Class<?> i : c.getInterfaces()) {
+        try {
+          i.getMethod(m.getName(), m.getParameterTypes());
+          return true;
+        } catch (NoSuchMethodException e) {
+          // not declared there
+        }
+      }
+    }
+    return false;
   }
 
   private Method resolve(ActorInvocation call) {

@@ -61,6 +61,7 @@ public final class DriverSession implements AutoCloseable {
   private final ProcessTelemetry telemetry;
   private final LocalRayHead head;
   private final String address;
+  private final CodeSearchPath codePath;
   private final List<RavelActorHandle<? extends RavelRole>> actors = new ArrayList<>();
   private final Map<String, ExportStats> actorStats = new LinkedHashMap<>();
   private final List<String> unreported = new ArrayList<>();
@@ -77,7 +78,15 @@ public final class DriverSession implements AutoCloseable {
       OtlpReachability.check(otlp, 3000);
     }
     RayHome home = RayHome.locate(env);
-    List<Path> codePath = home.workerCodeSearchPath();
+    List<Path> ravelPath = home.workerCodeSearchPath();
+    java.util.Set<String> ravelJars = ravelJarNames(ravelPath);
+    List<Path> userPath = new ArrayList<>(b.classpathOnWorkers
+        ? CodeSearchPath.userClasspath(System.getProperty("java.class.path"), home.ravelHome(), ravelJars) : List.of());
+    userPath.addAll(b.codeSearchPath);
+    this.codePath = CodeSearchPath.of(ravelPath, userPath, home.ravelHome(), ravelJars);
+    if (!codePath.user().isEmpty()) {
+      LOG.info("workers' code search path: Ravel's, then {}", codePath.user());
+    }
     this.telemetry = ProcessTelemetry.builder(config).role("driver").otlp(otlp).start();
     LocalRayHead started = null;
     try {
@@ -107,7 +116,7 @@ public final class DriverSession implements AutoCloseable {
       URI dashboard = started != null ? started.dashboardUrl()
           : ClusterDashboard.find(addr, env, home.venv());
       RayVersions.check(addr, dashboard);
-      connect(addr, started != null ? Optional.of("127.0.0.1") : nodeAddress(addr, dashboard), codePath,
+      connect(addr, started != null ? Optional.of("127.0.0.1") : nodeAddress(addr, dashboard), codePath.entries(),
           b.workerJvmOptions);
       if (started == null) {
         RunsDirCheck.verify(config.runDir()); // a cluster Ravel did not start may not share the driver's files
@@ -143,6 +152,28 @@ public final class DriverSession implements AutoCloseable {
     }
   }
 
+  /** The file names of Ravel's own jars: those on its part of the path and those in its folders there. */
+  private static java.util.Set<String> ravelJarNames(List<Path> ravelPath) {
+    java.util.Set<String> names = new java.util.HashSet<>();
+    for (Path p : ravelPath) {
+      if (java.nio.file.Files.isDirectory(p)) {
+        try (var files = java.nio.file.Files.list(p)) {
+          files.map(f -> f.getFileName().toString()).filter(n -> n.endsWith(".jar")).forEach(names::add);
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException("cannot list " + p, e);
+        }
+      } else if (p.getFileName() != null) {
+        names.add(p.getFileName().toString());
+      }
+    }
+    return names;
+  }
+
+  /**
+   * Starts building a session with the telemetry settings {@code config}.
+   *
+   * @param config the run's telemetry settings (run id, runs folder, exporters, sampling)
+   */
   public static Builder builder(TelemetryConfig config) {
     return new Builder(config);
   }
@@ -182,15 +213,43 @@ public final class DriverSession implements AutoCloseable {
     Ray.init();
   }
 
-  /** Creates an actor with the run's worker environment; the session flushes it on close. */
+  /**
+   * Creates an actor with the run's worker environment; the session flushes it on close.
+   *
+   * @throws IllegalArgumentException when the actor's class is not on the workers' code search path (naming the
+   *     class and the path), or {@code role} is not an {@code @ActorRole} interface
+   */
   public <A extends RavelActor, I extends RavelRole> Creator<I> actor(RayFunc0<A> ctor, Class<I> role) {
+    codePath.checkJava(ctor);
     return new Creator<>(RavelActors.actor(ctor, role).env(workerEnv));
   }
 
   /** As {@link #actor(RayFunc0, Class)} for a one-argument constructor. */
   public <A extends RavelActor, T, I extends RavelRole> Creator<I> actor(RayFunc1<Payload<T>, A> ctor, T arg,
       Class<I> role) {
+    codePath.checkJava(ctor);
     return new Creator<>(RavelActors.actor(ctor, arg, role).env(workerEnv));
+  }
+
+  /**
+   * Creates a Python actor of your own: the {@code @ray.remote} class {@code className} of the module {@code module}
+   * (a subclass of {@code ravel_workers.api.RoleActor}, in a folder of the code search path), built from
+   * {@code spec} (a string its constructor gets), called through {@code role} (an {@code @ActorRole} interface
+   * whose methods are the Python class's in camel case). Arguments and results take their JSON wire form
+   * ({@link dev.ravel.workers.actor.JsonWire}); a Python exception reaches the caller as a
+   * {@link dev.ravel.workers.actor.PythonWorkerException}. The session flushes it on close.
+   *
+   * @throws IllegalArgumentException when the module is in no folder of the code search path (naming it and the
+   *     path)
+   */
+  public <I extends RavelRole> Creator<I> pythonActor(String module, String className, String spec, Class<I> role) {
+    codePath.checkPython(module);
+    return pythonActor(PyActorClass.of(module, className), spec, role);
+  }
+
+  /** The workers' code search path: Ravel's own entries, then the user's. */
+  public List<Path> codeSearchPath() {
+    return codePath.entries();
   }
 
   /**
@@ -403,6 +462,8 @@ public final class DriverSession implements AutoCloseable {
     private final Map<String, String> headEnv = new LinkedHashMap<>();
     private int numCpus;
     private List<String> workerJvmOptions = List.of("-Xmx512m", "-XX:+UseSerialGC");
+    private final List<Path> codeSearchPath = new ArrayList<>();
+    private boolean classpathOnWorkers = true;
 
     private Builder(TelemetryConfig config) {
       this.config = Objects.requireNonNull(config, "config");
@@ -438,6 +499,31 @@ public final class DriverSession implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Your code for the workers: jars, class folders (Java roles) and folders of Python modules (Python roles), put
+     * on Ray's code search path after Ravel's own and after the entries of this JVM's class path that are not
+     * Ravel's or Ray's ({@link #classpathOnWorkers}). On a cluster, every node must have these paths.
+     */
+    public Builder codeSearchPath(List<Path> paths) {
+      paths.forEach(p -> codeSearchPath.add(Objects.requireNonNull(p, "codeSearchPath entry")));
+      return this;
+    }
+
+    /**
+     * Whether the entries of this JVM's class path that are not Ravel's or Ray's (your application's classes and
+     * libraries) go on the workers' code search path; on by default.
+     */
+    public Builder classpathOnWorkers(boolean on) {
+      this.classpathOnWorkers = on;
+      return this;
+    }
+
+    /**
+     * Starts the session: validates the telemetry settings, starts or connects to Ray, and checks the cluster.
+     *
+     * @throws IllegalArgumentException naming a code search path entry that does not exist
+     * @throws IllegalStateException when Ray cannot be started or reached (the cause says why)
+     */
     public DriverSession start() {
       return new DriverSession(this);
     }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.workers.actor.CrossLanguageCodec;
+import dev.ravel.workers.actor.JsonWire;
 import dev.ravel.workers.engine.EngineStats;
 import dev.ravel.workers.engine.FinishReason;
 import dev.ravel.workers.engine.GenerationRequest;
@@ -115,7 +116,7 @@ public final class PythonWire implements CrossLanguageCodec {
       }
       return o;
     }
-    throw new IllegalArgumentException(value.getClass().getName() + " has no wire form for a Python worker");
+    return JsonWire.encode(value, refs); // a user's value: records, maps, enums, ... or refused naming its type
   }
 
   static ObjectNode request(GenerationRequest r) {
@@ -215,7 +216,7 @@ public final class PythonWire implements CrossLanguageCodec {
     if (type == dev.ravel.workers.reward.RewardScores.class) {
       return rewardScores(n);
     }
-    throw new IllegalArgumentException(type.getTypeName() + " has no wire form for a Python worker");
+    return JsonWire.decode(n, type); // a user's type, or refused naming it
   }
 
   /** {@code {rewards: [..], texts: [..], components: {name: [..]}, failed: n}}. */

@@ -206,7 +206,7 @@ class PythonWireTest {
 
   @Test
   void decode_aTypeWithoutWireForm_isRefused() {
-    assertThatThrownBy(() -> decode("{}", StringBuilder.class)).hasMessageContaining("no wire form");
+    assertThatThrownBy(() -> decode("{}", StringBuilder.class)).hasMessageContaining("has no JSON wire form");
   }
 
   private static Object decode(String json, Type type) {
