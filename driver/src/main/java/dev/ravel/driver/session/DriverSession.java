@@ -55,6 +55,9 @@ public final class DriverSession implements AutoCloseable {
    */
   public static final List<String> ADD_OPENS = readAddOpens();
 
+  /** The system property that, set to {@code false}, keeps this JVM's class path off the workers' by default. */
+  public static final String CLASSPATH_ON_WORKERS_PROPERTY = "ravel.workers.classpath";
+
   private final TelemetryConfig config;
   private final OtlpSettings otlp;
   private final WorkerEnvironment workerEnv;
@@ -85,7 +88,10 @@ public final class DriverSession implements AutoCloseable {
     userPath.addAll(b.codeSearchPath);
     this.codePath = CodeSearchPath.of(ravelPath, userPath, home.ravelHome(), ravelJars);
     if (!codePath.user().isEmpty()) {
-      LOG.info("workers' code search path: Ravel's, then {}", codePath.user());
+      LOG.info("workers' code search path: Ravel's, then {} entr{} of yours{}", codePath.user().size(),
+          codePath.user().size() == 1 ? "y" : "ies", codePath.user().size() <= 3 ? " " + codePath.user()
+              : " (" + codePath.user().subList(0, 3) + " ...)");
+      LOG.debug("workers' code search path, yours: {}", codePath.user());
     }
     this.telemetry = ProcessTelemetry.builder(config).role("driver").otlp(otlp).start();
     LocalRayHead started = null;
@@ -463,7 +469,7 @@ public final class DriverSession implements AutoCloseable {
     private int numCpus;
     private List<String> workerJvmOptions = List.of("-Xmx512m", "-XX:+UseSerialGC");
     private final List<Path> codeSearchPath = new ArrayList<>();
-    private boolean classpathOnWorkers = true;
+    private boolean classpathOnWorkers = !"false".equals(System.getProperty(CLASSPATH_ON_WORKERS_PROPERTY));
 
     private Builder(TelemetryConfig config) {
       this.config = Objects.requireNonNull(config, "config");
@@ -511,7 +517,9 @@ public final class DriverSession implements AutoCloseable {
 
     /**
      * Whether the entries of this JVM's class path that are not Ravel's or Ray's (your application's classes and
-     * libraries) go on the workers' code search path; on by default.
+     * libraries) go on the workers' code search path; on unless the system property
+     * {@value DriverSession#CLASSPATH_ON_WORKERS_PROPERTY} is {@code false} (as in Ravel's own integration tests,
+     * whose class path is the test runner's).
      */
     public Builder classpathOnWorkers(boolean on) {
       this.classpathOnWorkers = on;
