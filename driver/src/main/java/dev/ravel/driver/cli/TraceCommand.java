@@ -39,6 +39,10 @@ final class TraceCommand implements Callable<Integer> {
   @Option(names = "--step", description = "Show this step's waterfall.")
   Long step;
 
+  @Option(names = "--trace", paramLabel = "TRACE_ID", description = "Show the waterfall of this trace (its id or a"
+      + " prefix of it) when it is not a GRPO step: a run of your own actors lists its traces.")
+  String trace;
+
   @Option(names = "--source", defaultValue = "file", description = "file (default) or jaeger.")
   String source;
 
@@ -110,6 +114,9 @@ final class TraceCommand implements Callable<Integer> {
     }
     boolean tty = !plain && Terminal.colour();
     int w = width != null ? width : columns();
+    if (trace != null || (run.steps().isEmpty() && !run.otherTraces().isEmpty())) {
+      return otherTrace(run, w, tty);
+    }
     if (html != null || step != null) {
       StepView view = pickStep(run);
       if (view == null) {
@@ -138,6 +145,53 @@ final class TraceCommand implements Callable<Integer> {
     }
     System.out.print(new TerminalWaterfall().renderRun(run, w, tty));
     return 0;
+  }
+
+  /**
+   * A run without GRPO steps (or {@code --trace}): the list of its traces, or the waterfall of the one
+   * {@code --trace} names, on the terminal or as HTML.
+   */
+  private int otherTrace(RunView run, int w, boolean tty) throws IOException {
+    if (trace == null) {
+      if (html != null || step != null) {
+        System.err.println("ravel: run " + runId + " has no steps (no rl.grpo.step spans); pick one of its traces"
+            + " with --trace TRACE_ID");
+        return 1;
+      }
+      System.out.print(traceList(run));
+      return 0;
+    }
+    List<StepView> found = run.otherTraces().stream().filter(v -> v.traceId().startsWith(trace)).toList();
+    if (found.isEmpty() || found.stream().map(StepView::traceId).distinct().count() > 1) {
+      System.err.println("ravel: run " + runId + (found.isEmpty() ? " has no trace " : " has several traces ")
+          + trace + " (its traces: ravel trace " + runId + ")");
+      return 1;
+    }
+    StepView view = found.get(0);
+    if (html != null) {
+      Files.writeString(html, new HtmlWaterfall().render(view, run), StandardCharsets.UTF_8);
+      System.out.println("wrote " + html.toAbsolutePath() + " (trace " + view.traceId() + " of run " + runId + ")");
+      return 0;
+    }
+    System.out.print(new TerminalWaterfall().render(view, w, tty, expand));
+    return 0;
+  }
+
+  /** The run's traces other than steps: root name, start, duration, spans, processes, errors, trace id. */
+  static String traceList(RunView run) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("run ").append(run.runId()).append(": ").append(run.otherTraces().size())
+        .append(" trace(s), no GRPO steps (draw one: --trace TRACE_ID)\n\n");
+    sb.append(String.format("  %-32s  %-12s  %10s  %5s  %9s  %6s  %s%n", "root", "start (UTC)", "duration", "spans",
+        "processes", "errors", "trace"));
+    java.time.format.DateTimeFormatter time = java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss.SSS")
+        .withZone(java.time.ZoneOffset.UTC);
+    for (StepView v : run.otherTraces()) {
+      sb.append(String.format("  %-32s  %-12s  %8.1fms  %5d  %9d  %6d  %s%n", v.root().span().name(),
+          time.format(java.time.Instant.ofEpochSecond(0, v.startNanos())), v.durationNanos() / 1e6, v.nodes().size(),
+          v.processes().size(), v.errorCount(), v.traceId()));
+    }
+    return sb.toString();
   }
 
   /** The completions step {@code number} kept, from the run folder's {@code samples.jsonl}. */

@@ -40,6 +40,7 @@ public final class RunView {
 
   private final List<SpanRecord> spans;
   private final List<StepView> steps;
+  private final List<StepView> otherTraces;
   private final List<SpanRecord> unconnected;
   private final Map<SpanRecord, String> reasons;
   private final Map<String, Map<String, SpanRecord>> index;
@@ -93,6 +94,28 @@ public final class RunView {
     built.sort(Comparator.comparingLong(StepView::step).thenComparingLong(StepView::startNanos)
         .thenComparing(StepView::traceId));
     this.steps = List.copyOf(built);
+
+    // every other root (a trace of a user's actors, a tool's): its tree, drawn like a step's
+    List<StepView> others = new ArrayList<>();
+    for (Map<String, SpanRecord> t : byTrace.values()) {
+      SpanRecord any = t.values().iterator().next();
+      if (traceStep.containsKey(any.traceId())) {
+        continue;
+      }
+      Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
+      for (SpanRecord s : t.values()) {
+        if (!s.isRoot()) {
+          childrenOf.computeIfAbsent(s.parentSpanId(), k -> new ArrayList<>()).add(s);
+        }
+      }
+      for (SpanRecord s : t.values()) {
+        if (s.isRoot()) {
+          others.add(new StepView(s, -1, childrenOf, this::span, this::stepOfTrace));
+        }
+      }
+    }
+    others.sort(Comparator.comparingLong(StepView::startNanos).thenComparing(StepView::traceId));
+    this.otherTraces = List.copyOf(others);
 
     List<SpanRecord> loose = new ArrayList<>();
     for (SpanRecord s : all) {
@@ -156,6 +179,14 @@ public final class RunView {
   }
 
   // ---------------------------------------------------------------- API
+
+  /**
+   * The trees of the run's other traces: one per root span of a trace without an {@code rl.grpo.step} root (your
+   * own actors' calls, for example), by start time. Their spans still count as {@link #unconnected} to steps.
+   */
+  public List<StepView> otherTraces() {
+    return otherTraces;
+  }
 
   /** The steps, by step number ({@code rl.step}), then start time. */
   public List<StepView> steps() {

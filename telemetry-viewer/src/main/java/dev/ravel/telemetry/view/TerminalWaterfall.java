@@ -96,8 +96,10 @@ public final class TerminalWaterfall {
     SpanRecord root = step.root().span();
 
     // header
-    String title = paint.p(Fmt.clean(root.service()) + ": " + Fmt.clean(root.name()), BOLD) + "  step "
-        + step.step() + (step.mode().isEmpty() ? "" : " (" + Fmt.clean(step.mode()) + ")");
+    // a trace that is not a GRPO step (RunView.otherTraces) has no step number, phases or goodput
+    boolean grpo = step.step() >= 0;
+    String title = paint.p(Fmt.clean(root.service()) + ": " + Fmt.clean(root.name()), BOLD) + (grpo ? "  step "
+        + step.step() + (step.mode().isEmpty() ? "" : " (" + Fmt.clean(step.mode()) + ")") : "");
     out.add(title);
     List<String> meta = new ArrayList<>();
     meta.add("trace " + Fmt.clean(step.traceId()));
@@ -113,8 +115,10 @@ public final class TerminalWaterfall {
     meta.add(step.errorCount() > 0 ? paint.p("errors " + step.errorCount(), RED) : "errors 0");
     meta.add("critical path " + step.criticalPath().size() + " spans");
     out.addAll(pack(meta, "", "", width));
-    out.addAll(pack(phaseItems(model.phases()), "phases: ", "  ", width));
-    out.addAll(pack(goodputItems(model.goodput()), "goodput: ", "  ", width));
+    if (grpo) {
+      out.addAll(pack(phaseItems(model.phases()), "phases: ", "  ", width));
+      out.addAll(pack(goodputItems(model.goodput()), "goodput: ", "  ", width));
+    }
     List<String> legend = new ArrayList<>();
     for (WaterfallModel.Process p : model.processes()) {
       legend.add(paint.p("p" + (p.index() + 1), colour(p.index())) + " " + Fmt.clean(p.name())
@@ -153,8 +157,10 @@ public final class TerminalWaterfall {
     new Rows(nameW, tw, g, paint, unit).draw(model.rows(), out, !expand);
 
     // consumed rollouts
-    out.add("");
-    out.addAll(rollouts(step, width, paint));
+    if (grpo) {
+      out.add("");
+      out.addAll(rollouts(step, width, paint));
+    }
 
     return finish(out, width);
   }
