@@ -25,7 +25,8 @@ public final class RavelActors {
 
   /** Starts creating an actor of role {@code role} from a no-argument constructor. */
   public static <A extends RavelActor, I> Creator<I> actor(RayFunc0<A> constructor, Class<I> role) {
-    return new Creator<>(Ray.actor(constructor), role);
+    Objects.requireNonNull(constructor, "constructor");
+    return new Creator<>(() -> Ray.actor(constructor), role);
   }
 
   /**
@@ -34,7 +35,9 @@ public final class RavelActors {
    */
   public static <A extends RavelActor, T, I> Creator<I> actor(RayFunc1<Payload<T>, A> constructor, T arg,
       Class<I> role) {
-    return new Creator<>(Ray.actor(constructor, Payload.of(arg)), role);
+    Objects.requireNonNull(constructor, "constructor");
+    Payload<T> payload = Payload.of(arg);
+    return new Creator<>(() -> Ray.actor(constructor, payload), role);
   }
 
   /**
@@ -43,7 +46,8 @@ public final class RavelActors {
    * string), whose calls cross the language hop through {@code codec}.
    */
   public static <I> Creator<I> python(PyActorClass actorClass, String spec, Class<I> role, CrossLanguageCodec codec) {
-    return new Creator<>(new PythonCreator(actorClass, spec), role, Objects.requireNonNull(codec, "codec"));
+    Objects.requireNonNull(actorClass, "actorClass");
+    return new Creator<>(() -> new PythonCreator(actorClass, spec), role, Objects.requireNonNull(codec, "codec"));
   }
 
   /** Python actors' creator, with the runtime environment that {@link PyActorCreator} does not expose. */
@@ -67,31 +71,38 @@ public final class RavelActors {
     return t;
   }
 
-  /** Options of one actor creation. */
+  /**
+   * Options of one actor creation: each checked when given (no Ray needed), all applied to Ray's creator by
+   * {@link #remote()}.
+   */
   public static final class Creator<I> {
     /** Null for a Python actor. */
-    private final ActorCreator<? extends RavelActor> creator;
+    private final java.util.function.Supplier<ActorCreator<? extends RavelActor>> javaCreator;
     /** Null for a Java actor. */
-    private final PythonCreator pythonCreator;
-    private final BaseActorCreator<?> base;
+    private final java.util.function.Supplier<PythonCreator> pythonCreator;
     private final CrossLanguageCodec codec;
     private final Class<I> role;
     private final Map<String, String> env = new LinkedHashMap<>();
     private final List<String> jvmOptions = new ArrayList<>();
+    private final Map<String, Double> resources = new LinkedHashMap<>();
+    private Integer maxConcurrency;
+    private Integer maxRestarts;
+    private String name;
+    private io.ray.api.placementgroup.PlacementGroup group;
+    private int bundle;
 
-    private Creator(ActorCreator<? extends RavelActor> creator, Class<I> role) {
+    private Creator(java.util.function.Supplier<ActorCreator<? extends RavelActor>> creator, Class<I> role) {
       this(creator, null, role, null);
     }
 
-    private Creator(PythonCreator creator, Class<I> role, CrossLanguageCodec codec) {
+    private Creator(java.util.function.Supplier<PythonCreator> creator, Class<I> role, CrossLanguageCodec codec) {
       this(null, creator, role, codec);
     }
 
-    private Creator(ActorCreator<? extends RavelActor> creator, PythonCreator pythonCreator, Class<I> role,
-        CrossLanguageCodec codec) {
-      this.creator = creator;
+    private Creator(java.util.function.Supplier<ActorCreator<? extends RavelActor>> javaCreator,
+        java.util.function.Supplier<PythonCreator> pythonCreator, Class<I> role, CrossLanguageCodec codec) {
+      this.javaCreator = javaCreator;
       this.pythonCreator = pythonCreator;
-      this.base = creator != null ? creator : pythonCreator;
       this.codec = codec;
       this.role = Objects.requireNonNull(role, "role");
       if (!role.isInterface() || role.getAnnotation(ActorRole.class) == null) {
@@ -105,37 +116,92 @@ public final class RavelActors {
       return this;
     }
 
-    /** One more environment variable for this actor. */
+    /**
+     * One more environment variable for this actor (after the run's worker environment, so it can override one).
+     *
+     * @throws IllegalArgumentException when {@code name} is blank or holds {@code =}, or {@code value} is null
+     */
     public Creator<I> env(String name, String value) {
+      if (name == null || name.isBlank() || name.contains("=")) {
+        throw new IllegalArgumentException("env: not a variable name: '" + name + "'");
+      }
+      if (value == null) {
+        throw new IllegalArgumentException("env " + name + ": the value is null (an empty string masks it)");
+      }
       env.put(name, value);
       return this;
     }
 
-    /** Up to {@code n} calls served at once, on separate threads. */
+    /**
+     * Up to {@code n} calls served at once, on separate threads.
+     *
+     * @throws IllegalArgumentException when {@code n < 1}
+     */
     public Creator<I> maxConcurrency(int n) {
-      base.setMaxConcurrency(n);
+      if (n < 1) {
+        throw new IllegalArgumentException("maxConcurrency: must be >= 1, got " + n);
+      }
+      maxConcurrency = n;
       return this;
     }
 
+    /**
+     * How often Ray restarts the actor when its process dies ({@code -1}: without limit; 0, the default: never).
+     *
+     * @throws IllegalArgumentException when {@code n < -1}
+     */
     public Creator<I> maxRestarts(int n) {
-      base.setMaxRestarts(n);
+      if (n < -1) {
+        throw new IllegalArgumentException("maxRestarts: must be >= -1 (-1: without limit), got " + n);
+      }
+      maxRestarts = n;
       return this;
     }
 
+    /**
+     * The actor's name in the job's namespace (how Python finds a Java actor: {@code java_actor(name)}).
+     *
+     * @throws IllegalArgumentException when {@code name} is blank
+     */
     public Creator<I> name(String name) {
-      base.setName(name);
+      if (name == null || name.isBlank()) {
+        throw new IllegalArgumentException("name: must not be blank");
+      }
+      this.name = name;
       return this;
     }
 
-    /** In bundle {@code bundle} of the placement group {@code group}; the actor's resources come from it. */
+    /**
+     * In bundle {@code bundle} of the placement group {@code group}; the actor's resources come from it.
+     *
+     * @throws IllegalArgumentException when {@code bundle < 0}
+     */
     public Creator<I> placementGroup(io.ray.api.placementgroup.PlacementGroup group, int bundle) {
-      base.setPlacementGroup(Objects.requireNonNull(group, "group"), bundle);
+      if (bundle < 0) {
+        throw new IllegalArgumentException("placementGroup: the bundle index must be >= 0, got " + bundle);
+      }
+      this.group = Objects.requireNonNull(group, "group");
+      this.bundle = bundle;
       return this;
     }
 
-    /** {@code amount} of the resource {@code name} (Ray's {@code CPU}, or a custom one). */
+    /**
+     * {@code amount} of the resource {@code name} (Ray's {@code CPU}, or a custom one such as a node's).
+     *
+     * @throws IllegalArgumentException when {@code name} is blank or holds whitespace, is {@code GPU} (use
+     *     {@link #gpus}), or {@code amount} is not finite and positive
+     */
     public Creator<I> resource(String name, double amount) {
-      base.setResource(name, amount);
+      if (name == null || name.isBlank() || name.chars().anyMatch(Character::isWhitespace)) {
+        throw new IllegalArgumentException("resource: not a resource name: '" + name + "'");
+      }
+      if (name.equals("GPU")) {
+        throw new IllegalArgumentException("resource GPU: ask for GPUs with gpus(" + amount + ")");
+      }
+      if (!Double.isFinite(amount) || amount <= 0) {
+        throw new IllegalArgumentException("resource " + name + ": the amount must be finite and > 0, got " + amount);
+      }
+      resources.put(name, amount);
       return this;
     }
 
@@ -145,7 +211,9 @@ public final class RavelActors {
         throw new IllegalArgumentException("gpus: must be finite and >= 0, got " + n);
       }
       if (n > 0) {
-        base.setResource("GPU", n);
+        resources.put("GPU", n);
+      } else {
+        resources.remove("GPU");
       }
       return this;
     }
@@ -163,6 +231,11 @@ public final class RavelActors {
       return this;
     }
 
+    /**
+     * Creates the actor on Ray with these options.
+     *
+     * @return a handle on it
+     */
     @SuppressWarnings("unchecked")
     public RavelActorHandle<I> remote() {
       RuntimeEnv re = null;
@@ -171,20 +244,40 @@ public final class RavelActors {
         re.set(RuntimeEnvName.ENV_VARS, new LinkedHashMap<>(env));
       }
       if (pythonCreator != null) {
+        PythonCreator c = pythonCreator.get();
+        apply(c);
         if (re != null) {
-          pythonCreator.runtimeEnv(re);
+          c.runtimeEnv(re);
         }
-        PyActorHandle h = pythonCreator.remote();
+        PyActorHandle h = c.remote();
         return new RavelActorHandle<>(h, codec, role);
       }
+      ActorCreator<? extends RavelActor> c = javaCreator.get();
+      apply(c);
       if (re != null) {
-        creator.setRuntimeEnv(re);
+        c.setRuntimeEnv(re);
       }
       if (!jvmOptions.isEmpty()) {
-        creator.setJvmOptions(jvmOptions);
+        c.setJvmOptions(jvmOptions);
       }
-      ActorHandle<RavelActor> h = (ActorHandle<RavelActor>) (ActorHandle<?>) creator.remote();
+      ActorHandle<RavelActor> h = (ActorHandle<RavelActor>) (ActorHandle<?>) c.remote();
       return new RavelActorHandle<>(h, role);
+    }
+
+    private void apply(BaseActorCreator<?> base) {
+      if (maxConcurrency != null) {
+        base.setMaxConcurrency(maxConcurrency);
+      }
+      if (maxRestarts != null) {
+        base.setMaxRestarts(maxRestarts);
+      }
+      if (name != null) {
+        base.setName(name);
+      }
+      if (group != null) {
+        base.setPlacementGroup(group, bundle);
+      }
+      resources.forEach(base::setResource);
     }
   }
 }

@@ -70,6 +70,7 @@ final class RunCommand implements Callable<Integer> {
     if (config.get(Keys.NUM_CPUS) > 0) {
       b.numCpus(config.get(Keys.NUM_CPUS));
     }
+    b.codeSearchPath(config.get(Keys.CODE_SEARCH_PATH).stream().map(java.nio.file.Path::of).toList());
     ServerBackendSpec servers = config.serverBackend();
     if (servers != null && !servers.launches()) {
       checkServers(servers); // a server that is down: one line naming it, before Ray starts

@@ -125,6 +125,17 @@ public final class Keys {
   public static final Key<Integer> MAX_RESTARTS = key("cluster", "max_restarts", INTEGER, 3, between(0, 100),
       "how often Ray restarts a generation worker or the reward environment whose process died; its calls are issued again");
 
+  /** {@code cluster.code_search_path}. */
+  public static final Key<List<String>> CODE_SEARCH_PATH = key("cluster", "code_search_path", LIST, List.of(),
+      (k, v) -> {
+        for (String p : v) {
+          if (p.isBlank() || !java.nio.file.Files.exists(java.nio.file.Path.of(p))) {
+            throw new ConfigException(k, "'" + p + "' does not exist (a jar, a class folder or a folder of Python"
+                + " modules)");
+          }
+        }
+      }, "your jars, class folders and folders of Python modules the workers need (a `reward.class` of yours, say),"
+          + " after Ravel's own; on a cluster, paths every node has");
   /** {@code cluster.node_loss_timeout_s}. */
   public static final Key<Double> NODE_LOSS_TIMEOUT_S = key("cluster", "node_loss_timeout_s", NUMBER, 120.0,
       in(1, 86_400, true), "how long a call waits for a generation worker or reward environment whose process died"

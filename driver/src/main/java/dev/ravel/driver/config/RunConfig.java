@@ -264,10 +264,19 @@ public final class RunConfig {
         throw new ConfigException(Keys.REWARD_CLASS.dotted(), "scores the Java runtime's completions; your data is"
             + " scored by " + Keys.REWARD_FUNCTION + " (a Python function)");
       }
-      try {
-        dev.ravel.workers.reward.RewardFunction.load(get(Keys.REWARD_CLASS)); // before Ray starts
+      // before Ray starts, with the workers' view: the driver's class path, then cluster.code_search_path
+      Thread thread = Thread.currentThread();
+      ClassLoader prior = thread.getContextClassLoader();
+      try (java.net.URLClassLoader user = userCode(get(Keys.CODE_SEARCH_PATH))) {
+        thread.setContextClassLoader(user);
+        dev.ravel.workers.reward.RewardFunction.load(get(Keys.REWARD_CLASS));
       } catch (IllegalArgumentException e) {
-        throw new ConfigException(Keys.REWARD_CLASS.dotted(), e.getMessage().replaceFirst("^reward\\.class ", ""));
+        throw new ConfigException(Keys.REWARD_CLASS.dotted(), e.getMessage().replaceFirst("^reward\\.class ", "")
+            + (get(Keys.CODE_SEARCH_PATH).isEmpty() ? "" : " or " + Keys.CODE_SEARCH_PATH + " " + get(Keys.CODE_SEARCH_PATH)));
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      } finally {
+        thread.setContextClassLoader(prior);
       }
     }
     if (!data && !get(Keys.REWARD_FUNCTION).isBlank()) {
@@ -455,5 +464,25 @@ public final class RunConfig {
     public String configName() {
       return name().toLowerCase(Locale.ROOT);
     }
+  }
+
+  /**
+   * A class loader over {@code paths} as Ray's code search path reads them (a jar, a class folder, and the jars in a
+   * folder), after this class's own loader.
+   */
+  private static java.net.URLClassLoader userCode(List<String> paths) throws java.io.IOException {
+    List<java.net.URL> urls = new ArrayList<>();
+    for (String p : paths) {
+      java.nio.file.Path path = java.nio.file.Path.of(p).toAbsolutePath();
+      urls.add(path.toUri().toURL());
+      if (java.nio.file.Files.isDirectory(path)) {
+        try (var jars = java.nio.file.Files.list(path)) {
+          for (java.nio.file.Path j : jars.filter(f -> f.toString().endsWith(".jar")).sorted().toList()) {
+            urls.add(j.toUri().toURL());
+          }
+        }
+      }
+    }
+    return new java.net.URLClassLoader(urls.toArray(java.net.URL[]::new), RunConfig.class.getClassLoader());
   }
 }

@@ -76,10 +76,7 @@ public final class DriverSession implements AutoCloseable {
     // a driver started as a Ray job by ravel submit gets the submitter's resolved settings
     this.otlp = OtlpSettings.inWorkerEnvironment(env) ? OtlpSettings.fromWorkerEnvironment(env) : OtlpSettings.resolve(env);
     this.workerEnv = WorkerEnvironment.of(config, otlp, env);
-    workerEnv.writeSecretFiles();
-    if (config.exporter().usesOtlp()) {
-      OtlpReachability.check(otlp, 3000);
-    }
+    // the code search path first: a missing entry fails here, before a secret file is written or Ray is asked
     RayHome home = RayHome.locate(env);
     List<Path> ravelPath = home.workerCodeSearchPath();
     java.util.Set<String> ravelJars = ravelJarNames(ravelPath);
@@ -92,6 +89,10 @@ public final class DriverSession implements AutoCloseable {
           codePath.user().size() == 1 ? "y" : "ies", codePath.user().size() <= 3 ? " " + codePath.user()
               : " (" + codePath.user().subList(0, 3) + " ...)");
       LOG.debug("workers' code search path, yours: {}", codePath.user());
+    }
+    workerEnv.writeSecretFiles();
+    if (config.exporter().usesOtlp()) {
+      OtlpReachability.check(otlp, 3000);
     }
     this.telemetry = ProcessTelemetry.builder(config).role("driver").otlp(otlp).start();
     LocalRayHead started = null;
@@ -409,6 +410,17 @@ public final class DriverSession implements AutoCloseable {
       this.creator = creator;
     }
 
+    /**
+     * One more environment variable for this actor, after the run's worker environment (so it may override one).
+     * Secrets belong in the telemetry settings, which keep them out of logs and spans.
+     *
+     * @throws IllegalArgumentException when {@code name} is blank or holds {@code =}, or {@code value} is null
+     */
+    public Creator<I> env(String name, String value) {
+      creator.env(name, value);
+      return this;
+    }
+
     public Creator<I> maxConcurrency(int n) {
       creator.maxConcurrency(n);
       return this;
@@ -481,20 +493,45 @@ public final class DriverSession implements AutoCloseable {
       return this;
     }
 
-    /** Connect to this Ray address instead of {@code RAY_ADDRESS} or a local head. */
+    /**
+     * Connect to this Ray address ({@code host:port} of the cluster's GCS) instead of {@code RAY_ADDRESS} or a local
+     * head.
+     *
+     * @throws IllegalArgumentException when {@code address} is blank
+     */
     public Builder address(String address) {
+      if (address == null || address.isBlank()) {
+        throw new IllegalArgumentException("address: must not be blank (host:port of the cluster's GCS)");
+      }
       this.address = address;
       return this;
     }
 
-    /** An environment variable of a local head's processes (as if exported where {@code ray start} ran). */
+    /**
+     * An environment variable of a local head's processes (as if exported where {@code ray start} ran).
+     *
+     * @throws IllegalArgumentException when {@code name} is blank or holds {@code =}, or {@code value} is null
+     */
     public Builder headEnv(String name, String value) {
+      if (name == null || name.isBlank() || name.contains("=")) {
+        throw new IllegalArgumentException("headEnv: not a variable name: '" + name + "'");
+      }
+      if (value == null) {
+        throw new IllegalArgumentException("headEnv " + name + ": the value is null");
+      }
       headEnv.put(name, value);
       return this;
     }
 
-    /** Logical CPUs of a local head. */
+    /**
+     * Logical CPUs of a local head.
+     *
+     * @throws IllegalArgumentException when {@code n < 1}
+     */
     public Builder numCpus(int n) {
+      if (n < 1) {
+        throw new IllegalArgumentException("numCpus: must be >= 1, got " + n);
+      }
       this.numCpus = n;
       return this;
     }

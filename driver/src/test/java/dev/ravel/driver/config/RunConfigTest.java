@@ -685,6 +685,28 @@ final class RunConfigTest {
   }
 
   @Test
+  void load_rewardClassOfYourOwnJar_isFoundThroughTheCodeSearchPath(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws Exception {
+    Path src = Files.createDirectories(dir.resolve("src/mine"));
+    Files.writeString(src.resolve("HalfReward.java"), "package mine;\n"
+        + "public final class HalfReward implements dev.ravel.workers.reward.RewardFunction {\n"
+        + "  public double[] score(java.util.List<dev.ravel.workers.task.Problem> p, java.util.List<String> c,"
+        + " long step) { return new double[c.size()]; }\n}\n");
+    Path classes = Files.createDirectories(dir.resolve("classes"));
+    int rc = javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", classes.toString(), "-cp",
+        System.getProperty("java.class.path"), src.resolve("HalfReward.java").toString());
+    assertThat(rc).isZero();
+
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("reward.class=mine.HalfReward"), Map.of()),
+        "reward.class").getMessage()).contains("mine.HalfReward: not found on the classpath");
+    RunConfig ok = RunConfig.load(null, List.of("reward.class=mine.HalfReward",
+        "cluster.code_search_path=[" + classes + "]"), Map.of());
+    assertThat(ok.get(Keys.CODE_SEARCH_PATH)).containsExactly(classes.toString());
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("cluster.code_search_path=[" + dir.resolve("no")
+        + "]"), Map.of()), "cluster.code_search_path").getMessage()).contains("does not exist");
+  }
+
+  @Test
   void load_rewardSettings_areCheckedNamingTheKey() {
     RunConfig ok = RunConfig.load(null, List.of("reward.on_error=zero", "reward.timeout_s=0", "reward.workers=3"),
         Map.of());

@@ -1,0 +1,39 @@
+package dev.ravel.driver.session;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.ravel.telemetry.config.TelemetryConfig;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A session's settings are checked when given, before any Ray is started, each refusal naming the option. */
+final class DriverSessionBuilderTest {
+  @TempDir
+  Path runs;
+
+  private DriverSession.Builder builder() {
+    return DriverSession.builder(TelemetryConfig.builder().runId("builder-test").runsDir(runs).build());
+  }
+
+  @Test
+  void builder_badValues_refusedNamingTheOption() {
+    assertThatThrownBy(() -> DriverSession.builder(null)).hasMessage("config");
+    assertThatThrownBy(() -> builder().numCpus(0)).hasMessage("numCpus: must be >= 1, got 0");
+    assertThatThrownBy(() -> builder().address(" ")).hasMessageStartingWith("address: must not be blank");
+    assertThatThrownBy(() -> builder().headEnv("", "x")).hasMessage("headEnv: not a variable name: ''");
+    assertThatThrownBy(() -> builder().headEnv("X", null)).hasMessage("headEnv X: the value is null");
+    assertThatThrownBy(() -> builder().codeSearchPath(java.util.Arrays.asList((Path) null)))
+        .hasMessage("codeSearchPath entry");
+  }
+
+  @Test
+  void start_codeSearchPathEntryMissing_refusedNamingItBeforeRayStarts() {
+    Path missing = runs.resolve("no-such.jar");
+    assertThatThrownBy(() -> builder().codeSearchPath(List.of(missing)).classpathOnWorkers(false)
+        .env(java.util.Map.of("RAVEL_HOME", Path.of("").toAbsolutePath().getParent().toString())).start())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("code search path: " + missing + " does not exist");
+  }
+}
