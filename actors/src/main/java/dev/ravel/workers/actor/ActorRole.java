@@ -13,9 +13,9 @@ import java.lang.annotation.Target;
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.TYPE)
 public @interface ActorRole {
-  /** The process role, e.g. {@code generation_worker}. */
+  /** {@return the process role, e.g. {@code generation_worker}} */
   String name();
 
-  /** The middle part of the span names of the calls this role serves, e.g. {@code worker}. */
+  /** {@return the middle part of the span names of the calls this role serves, e.g. {@code worker}} */
   String spans();
 }

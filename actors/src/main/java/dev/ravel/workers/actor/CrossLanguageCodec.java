@@ -17,6 +17,9 @@ public interface CrossLanguageCodec extends Serializable {
    * The JSON array of {@code args}; every {@link ObjectRef} among them is replaced by {@code {"$ref": i}} and
    * appended to {@code refs} (i is its index there).
    *
+   * @param args the call's arguments
+   * @param refs the list the object references among {@code args} are appended to, in order
+   * @return the JSON array of {@code args}
    * @throws IllegalArgumentException naming a value that has no wire form
    */
   String encodeArgs(Object[] args, List<ObjectRef<?>> refs);
@@ -24,6 +27,9 @@ public interface CrossLanguageCodec extends Serializable {
   /**
    * The value of {@code type} in {@code json} (a result's UTF-8 JSON).
    *
+   * @param json a result's JSON, UTF-8 encoded
+   * @param type the type to decode the result as
+   * @return the decoded value
    * @throws IllegalArgumentException naming the type when it has no wire form or the JSON does not fit it
    */
   Object decode(byte[] json, Type type);

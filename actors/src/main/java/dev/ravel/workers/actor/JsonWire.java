@@ -43,6 +43,7 @@ public final class JsonWire implements CrossLanguageCodec {
 
   private JsonWire() {}
 
+  /** {@return {@link #INSTANCE}, so that deserializing keeps the codec a singleton} */
   private Object readResolve() {
     return INSTANCE;
   }
@@ -71,6 +72,9 @@ public final class JsonWire implements CrossLanguageCodec {
   /**
    * {@code value}'s wire form; object references become {@code {"$ref": i}} and go to {@code refs}.
    *
+   * @param value the value to encode; may be {@code null}
+   * @param refs the list the object references met in {@code value} are appended to; i is the index there
+   * @return the JSON tree of {@code value}
    * @throws IllegalArgumentException naming a value's type that has no wire form, or a non-finite number
    */
   public static JsonNode encode(Object value, List<ObjectRef<?>> refs) {
@@ -146,8 +150,13 @@ public final class JsonWire implements CrossLanguageCodec {
   }
 
   /**
-   * The value of {@code type} in {@code n}.
+   * The value of {@code type} in {@code n}. A {@code List}, {@code Set} or {@code Map} type comes back
+   * unmodifiable; JSON {@code null} is {@code null} for any class that is not primitive.
    *
+   * @param n the JSON tree of the value
+   * @param type the type to decode it as, not {@code null}
+   * @return the decoded value
+   * @throws NullPointerException if {@code type} is {@code null}
    * @throws IllegalArgumentException naming the type, or the record field, that {@code n} does not fit
    */
   public static Object decode(JsonNode n, Type type) {

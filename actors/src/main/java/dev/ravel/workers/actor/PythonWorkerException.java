@@ -17,8 +17,11 @@ public final class PythonWorkerException extends RuntimeException {
   private static final Pattern EXCEPTION_LINE = Pattern.compile("^([A-Za-z_][\\w.]*(?:Error|Exception|Exit|Interrupt"
       + "|Warning|Iteration))(?:: (.*))?$");
 
+  /** The Python exception's type, e.g. {@code ValueError}. */
   private final String pythonType;
+  /** The Python exception's message; empty when it had none. */
   private final String pythonMessage;
+  /** Ray's report of the Python exception, traceback included, without terminal colour codes. */
   private final String traceback;
 
   PythonWorkerException(String call, String pythonType, String pythonMessage, String traceback) {
@@ -42,17 +45,17 @@ public final class PythonWorkerException extends RuntimeException {
     return new PythonWorkerException(call, "PythonError", last, text);
   }
 
-  /** The Python exception's type, e.g. {@code ValueError}. */
+  /** {@return the Python exception's type, e.g. {@code ValueError}} */
   public String pythonType() {
     return pythonType;
   }
 
-  /** The Python exception's message. */
+  /** {@return the Python exception's message; empty when it had none} */
   public String pythonMessage() {
     return pythonMessage;
   }
 
-  /** Ray's report of the Python exception, traceback included, without terminal colour codes. */
+  /** {@return Ray's report of the Python exception, traceback included, without terminal colour codes} */
   public String traceback() {
     return traceback;
   }

@@ -36,17 +36,23 @@ public abstract class RavelActor implements RavelRole {
   /** A role method, whether it gets a span, and the span's name. */
   private record Target(Method method, boolean traced, String spanName) {}
 
+  /**
+   * Sets up the actor: finds its role (the {@link ActorRole} of an interface it implements) and its process's
+   * telemetry, which the process's first actor starts.
+   *
+   * @throws IllegalStateException if the class implements no role interface annotated with {@link ActorRole}
+   */
   protected RavelActor() {
     this.role = roleOf(getClass());
     this.telemetry = WorkerProcess.telemetry(role.name());
   }
 
-  /** This process's span helper. */
+  /** {@return this process's span helper} */
   protected final Spans spans() {
     return telemetry.spans();
   }
 
-  /** This process's telemetry. */
+  /** {@return this process's telemetry} */
   protected final ProcessTelemetry telemetry() {
     return telemetry;
   }
@@ -71,6 +77,11 @@ public abstract class RavelActor implements RavelRole {
    * The single remote entry point of every Ravel actor. Not for direct use: {@link RavelActorHandle}
    * builds the invocation. It arrives as bytes ({@link Codec}), which Ray moves as they are: a Java object
    * argument would go through Ray's general serializer on both sides, which costs more per call.
+   *
+   * @param call the {@link ActorInvocation} in Java serialization form
+   * @return the role method's result in Java serialization form
+   * @throws IllegalArgumentException if the actor has no method of the call's name and descriptor
+   * @throws Exception what the role method threw, rethrown as itself
    */
   public final byte[] invoke(byte[] call) throws Exception {
     return serve((ActorInvocation) Codec.decode(call));
@@ -89,6 +100,11 @@ public abstract class RavelActor implements RavelRole {
    * wire form ({@link JsonWire}). The answer is UTF-8 JSON: {@code {"ok": result}}, or {@code {"error": {"type",
    * "message"}}} when the method threw (the span records it as for any call), so the Python caller raises it with
    * its Java type and message.
+   *
+   * @param carrier the caller's trace context as JSON; {@code null} or blank starts a new trace
+   * @param method the role method's name, in Java or snake case
+   * @param args the JSON array of the method's arguments; {@code null} or empty means none
+   * @return the UTF-8 JSON answer, {@code {"ok": ...}} or {@code {"error": ...}}: a failure is answered, not thrown
    */
   public final byte[] invokeJson(String carrier, String method, String args) {
     com.fasterxml.jackson.databind.node.ObjectNode answer = CALL_JSON.createObjectNode();

@@ -24,11 +24,15 @@ import java.io.Serializable;
  * <p>{@link #local} makes a handle on an actor in this process, whose calls take the same path (context
  * captured, arguments encoded, the role method run in its {@code rl.<role>.<method>} span, the result
  * decoded) without Ray: for tests and single-process tools.
+ *
+ * @param <I> the role interface
  */
 public final class RavelActorHandle<I> implements Serializable {
   private static final long serialVersionUID = 1L;
 
+  /** How calls reach the actor: a Ray Java actor, a Ray Python actor, or an in-process actor. */
   private final Transport transport;
+  /** The role interface. */
   private final Class<I> role;
 
   RavelActorHandle(ActorHandle<RavelActor> handle, Class<I> role) {
@@ -49,6 +53,11 @@ public final class RavelActorHandle<I> implements Serializable {
    * once. It can be passed to other in-process actors (also inside a {@link Payload}) but not to another
    * process. {@link #release()} stops it.
    *
+   * @param <I> the role interface
+   * @param actor the actor that serves the calls
+   * @param role the role interface, which {@code actor} implements
+   * @param maxConcurrency the most calls served at once
+   * @return a handle on {@code actor}
    * @throws IllegalArgumentException when {@code actor} does not implement {@code role}
    */
   public static <I> RavelActorHandle<I> local(RavelActor actor, Class<I> role, int maxConcurrency) {
@@ -58,12 +67,12 @@ public final class RavelActorHandle<I> implements Serializable {
     return new RavelActorHandle<>(new Transport.InProcess(LocalActors.register(actor, maxConcurrency)), role);
   }
 
-  /** Whether this handle's actor is a Python actor ({@link RavelActors#python}). */
+  /** {@return whether this handle's actor is a Python actor ({@link RavelActors#python})} */
   public boolean isPython() {
     return transport instanceof Transport.PythonActor;
   }
 
-  /** Whether this handle's actor runs in this process ({@link #local}). */
+  /** {@return whether this handle's actor runs in this process ({@link #local})} */
   public boolean isLocal() {
     return transport instanceof Transport.InProcess;
   }
@@ -73,22 +82,82 @@ public final class RavelActorHandle<I> implements Serializable {
     transport.release();
   }
 
+  /**
+   * Calls a role method that takes no argument, carrying the caller's current trace context.
+   *
+   * @param <R> the method's result type
+   * @param method a method reference of the role interface, e.g. {@code Greeter::count}
+   * @return the pending result
+   * @throws IllegalArgumentException if {@code method} is not a method reference, or an argument cannot be sent
+   */
   public <R> RavelRef<R> call(RemoteMethod.M0<I, R> method) {
     return send(method);
   }
 
+  /**
+   * Calls a role method that takes one argument, carrying the caller's current trace context.
+   *
+   * @param <A> the argument's type
+   * @param <R> the method's result type
+   * @param method a method reference of the role interface, e.g. {@code Greeter::greet}
+   * @param a the argument
+   * @return the pending result
+   * @throws IllegalArgumentException if {@code method} is not a method reference, or an argument cannot be sent
+   */
   public <A, R> RavelRef<R> call(RemoteMethod.M1<I, A, R> method, A a) {
     return send(method, a);
   }
 
+  /**
+   * Calls a role method that takes two arguments, carrying the caller's current trace context.
+   *
+   * @param <A> the first argument's type
+   * @param <B> the second argument's type
+   * @param <R> the method's result type
+   * @param method a method reference of the role interface
+   * @param a the first argument
+   * @param b the second argument
+   * @return the pending result
+   * @throws IllegalArgumentException if {@code method} is not a method reference, or an argument cannot be sent
+   */
   public <A, B, R> RavelRef<R> call(RemoteMethod.M2<I, A, B, R> method, A a, B b) {
     return send(method, a, b);
   }
 
+  /**
+   * Calls a role method that takes three arguments, carrying the caller's current trace context.
+   *
+   * @param <A> the first argument's type
+   * @param <B> the second argument's type
+   * @param <C> the third argument's type
+   * @param <R> the method's result type
+   * @param method a method reference of the role interface
+   * @param a the first argument
+   * @param b the second argument
+   * @param c the third argument
+   * @return the pending result
+   * @throws IllegalArgumentException if {@code method} is not a method reference, or an argument cannot be sent
+   */
   public <A, B, C, R> RavelRef<R> call(RemoteMethod.M3<I, A, B, C, R> method, A a, B b, C c) {
     return send(method, a, b, c);
   }
 
+  /**
+   * Calls a role method that takes four arguments, carrying the caller's current trace context.
+   *
+   * @param <A> the first argument's type
+   * @param <B> the second argument's type
+   * @param <C> the third argument's type
+   * @param <D> the fourth argument's type
+   * @param <R> the method's result type
+   * @param method a method reference of the role interface
+   * @param a the first argument
+   * @param b the second argument
+   * @param c the third argument
+   * @param d the fourth argument
+   * @return the pending result
+   * @throws IllegalArgumentException if {@code method} is not a method reference, or an argument cannot be sent
+   */
   public <A, B, C, D, R> RavelRef<R> call(RemoteMethod.M4<I, A, B, C, D, R> method, A a, B b, C c, D d) {
     return send(method, a, b, c, d);
   }
@@ -107,7 +176,7 @@ public final class RavelActorHandle<I> implements Serializable {
     return Transport.PythonActor.carrierJson(carrier);
   }
 
-  /** The role interface. */
+  /** {@return the role interface} */
   public Class<I> role() {
     return role;
   }
@@ -115,6 +184,7 @@ public final class RavelActorHandle<I> implements Serializable {
   /**
    * The underlying Ray handle (to kill the actor or pass it to Ray APIs).
    *
+   * @return the Ray handle of this handle's actor
    * @throws IllegalStateException for an in-process handle
    */
   public io.ray.api.BaseActorHandle rayHandle() {

@@ -13,6 +13,8 @@ import java.util.function.Function;
  * The pending result of an actor call made through {@link RavelActorHandle}. {@link #get()} returns the
  * role method's value; an exception the method threw is rethrown as itself (not wrapped in Ray's task
  * exception), also across a chain of actors.
+ *
+ * @param <R> the role method's result type
  */
 public final class RavelRef<R> {
   /** Null for an in-process call. */
@@ -44,7 +46,12 @@ public final class RavelRef<R> {
     this.pythonCall = pythonCall;
   }
 
-  /** Waits for the result. */
+  /**
+   * Waits for the result.
+   *
+   * @return the role method's value
+   * @throws PythonWorkerException when a Python actor's method raised an exception
+   */
   public R get() {
     if (local != null) {
       return awaitLocal(Long.MAX_VALUE);
@@ -58,7 +65,14 @@ public final class RavelRef<R> {
     }
   }
 
-  /** Waits at most {@code timeoutMs} (Ray's {@code RayTimeoutException} when it runs out). */
+  /**
+   * Waits at most {@code timeoutMs} for the result (Ray's {@code RayTimeoutException} when it runs out).
+   *
+   * @param timeoutMs the longest wait, in milliseconds
+   * @return the role method's value
+   * @throws IllegalStateException when an in-process call has no result in time, or the wait is interrupted
+   * @throws PythonWorkerException when a Python actor's method raised an exception
+   */
   public R get(long timeoutMs) {
     if (local != null) {
       return awaitLocal(timeoutMs);
@@ -75,6 +89,7 @@ public final class RavelRef<R> {
   /**
    * The underlying Ray reference (for {@code Ray.wait}).
    *
+   * @return the Ray reference to the call's encoded result
    * @throws IllegalStateException for a call to an in-process actor
    */
   public ObjectRef<byte[]> rayRef() {

@@ -116,6 +116,11 @@ final class RunsCommand implements Callable<Integer> {
     } else if (!stepRoots.isEmpty()) {
       Object m = stepRoots.get(0).attribute(RavelAttributes.ALGORITHM_MODE);
       mode = m == null ? "?" : String.valueOf(m);
+    } else {
+      // a session of your own actors (no GRPO run): its traces, listed by ravel trace <run id>
+      mode = "-";
+      steps = "-";
+      status = "traces " + traces.byTrace().size();
     }
     return new Row(dir.getFileName().toString(), start, mode, steps, traces.spans().size(), errors, status);
   }

@@ -180,6 +180,7 @@ public final class DriverSession implements AutoCloseable {
    * Starts building a session with the telemetry settings {@code config}.
    *
    * @param config the run's telemetry settings (run id, runs folder, exporters, sampling)
+   * @return a builder whose {@link Builder#start()} starts the session
    */
   public static Builder builder(TelemetryConfig config) {
     return new Builder(config);
@@ -223,6 +224,11 @@ public final class DriverSession implements AutoCloseable {
   /**
    * Creates an actor with the run's worker environment; the session flushes it on close.
    *
+   * @param <A> the actor's class
+   * @param <I> its role interface
+   * @param ctor the actor's no-argument constructor, as a method reference ({@code EchoActor::new})
+   * @param role the role interface, annotated {@link dev.ravel.workers.actor.ActorRole}
+   * @return the creator: options, then {@link Creator#remote()}
    * @throws IllegalArgumentException when the actor's class is not on the workers' code search path (naming the
    *     class and the path), or {@code role} is not an {@code @ActorRole} interface
    */
@@ -231,7 +237,19 @@ public final class DriverSession implements AutoCloseable {
     return new Creator<>(RavelActors.actor(ctor, role).env(workerEnv));
   }
 
-  /** As {@link #actor(RayFunc0, Class)} for a one-argument constructor. */
+  /**
+   * As {@link #actor(RayFunc0, Class)} for a constructor that takes one argument as a {@link Payload} (Java
+   * serialization: records and immutable collections survive the trip; so do handles on other actors).
+   *
+   * @param <A> the actor's class
+   * @param <T> the argument's type
+   * @param <I> its role interface
+   * @param ctor the actor's constructor, as a method reference ({@code FrontActor::new})
+   * @param arg the constructor's argument
+   * @param role the role interface, annotated {@link dev.ravel.workers.actor.ActorRole}
+   * @return the creator: options, then {@link Creator#remote()}
+   * @throws IllegalArgumentException as {@link #actor(RayFunc0, Class)}
+   */
   public <A extends RavelActor, T, I extends RavelRole> Creator<I> actor(RayFunc1<Payload<T>, A> ctor, T arg,
       Class<I> role) {
     codePath.checkJava(ctor);
@@ -246,6 +264,12 @@ public final class DriverSession implements AutoCloseable {
    * ({@link dev.ravel.workers.actor.JsonWire}); a Python exception reaches the caller as a
    * {@link dev.ravel.workers.actor.PythonWorkerException}. The session flushes it on close.
    *
+   * @param <I> the role interface
+   * @param module the Python module ({@code pkg.mod}) in a folder of the code search path
+   * @param className the {@code @ray.remote} class in it
+   * @param spec the constructor's one argument (JSON, say)
+   * @param role the role interface, annotated {@link dev.ravel.workers.actor.ActorRole}
+   * @return the creator: options, then {@link Creator#remote()}
    * @throws IllegalArgumentException when the module is in no folder of the code search path (naming it and the
    *     path)
    */
@@ -254,45 +278,57 @@ public final class DriverSession implements AutoCloseable {
     return pythonActor(PyActorClass.of(module, className), spec, role);
   }
 
-  /** The workers' code search path: Ravel's own entries, then the user's. */
+  /** {@return the workers' code search path: Ravel's own entries, then yours} */
   public List<Path> codeSearchPath() {
     return codePath.entries();
   }
 
   /**
-   * Creates a Python actor of role {@code role} (a class of Ravel's Python workers, built from the JSON
-   * {@code spec}) with the run's worker environment; the session flushes it on close like a Java actor.
+   * Creates a Python actor of role {@code role} with the run's worker environment, without checking where its
+   * module is (as {@link #pythonActor(String, String, String, Class)} does); the session flushes it on close like a
+   * Java actor.
+   *
+   * @param <I> the role interface
+   * @param actorClass the {@code @ray.remote} class
+   * @param spec the constructor's one argument
+   * @param role the role interface, annotated {@link dev.ravel.workers.actor.ActorRole}
+   * @return the creator: options, then {@link Creator#remote()}
    */
   public <I extends RavelRole> Creator<I> pythonActor(PyActorClass actorClass, String spec, Class<I> role) {
     return new Creator<>(RavelActors.python(actorClass, spec, role, PythonWire.INSTANCE).env(workerEnv));
   }
 
+  /** {@return the run's telemetry settings} */
   public TelemetryConfig config() {
     return config;
   }
 
+  /** {@return the OTLP settings, resolved once from the environment when the session started} */
   public OtlpSettings otlp() {
     return otlp;
   }
 
+  /** {@return the environment every actor gets: telemetry settings, masked {@code OTEL_*} variables} */
   public WorkerEnvironment workerEnvironment() {
     return workerEnv;
   }
 
+  /** {@return the driver process's telemetry} */
   public ProcessTelemetry telemetry() {
     return telemetry;
   }
 
+  /** {@return the driver's span helper: {@code try (var s = session.spans().start(group, "name")) ...}} */
   public Spans spans() {
     return telemetry.spans();
   }
 
-  /** The Ray address ({@code 127.0.0.1:port} for a local head). */
+  /** {@return the Ray address ({@code 127.0.0.1:port} for a local head)} */
   public String address() {
     return address;
   }
 
-  /** The head this session started, if it started one. */
+  /** {@return the head this session started, if it started one} */
   public java.util.Optional<LocalRayHead> head() {
     return java.util.Optional.ofNullable(head);
   }
@@ -300,12 +336,14 @@ public final class DriverSession implements AutoCloseable {
   /**
    * Span counts reported by each actor when the session closed, keyed by actor: what an actor could not
    * export by the shutdown deadline counted as dropped.
+   *
+   * @return the counts by actor (empty before {@link #close()})
    */
   public Map<String, ExportStats> actorStats() {
     return actorStats;
   }
 
-  /** Actors that did not report their span counts when the session closed (their spans are in no count). */
+  /** {@return the actors that did not report their span counts when the session closed (in no count)} */
   public List<String> unreportedActors() {
     return List.copyOf(unreported);
   }
@@ -313,6 +351,8 @@ public final class DriverSession implements AutoCloseable {
   /**
    * The run's span counts once the session closed: the driver's and every reporting actor's, exporter by
    * exporter, each adding up ({@code ended = exported + failed + dropped}).
+   *
+   * @return the sum of the driver's counts and every reporting actor's
    */
   public ExportStats spanTotals() {
     ExportStats sum = telemetry.stats();
@@ -402,7 +442,12 @@ public final class DriverSession implements AutoCloseable {
     return h.call(RavelRole::flushTelemetry, timeout);
   }
 
-  /** Options of an actor created through the session. */
+  /**
+   * Options of an actor created through the session, each checked when given (a refusal names the option), then
+   * {@link #remote()}.
+   *
+   * @param <I> the actor's role interface
+   */
   public final class Creator<I extends RavelRole> {
     private final RavelActors.Creator<I> creator;
 
@@ -414,6 +459,9 @@ public final class DriverSession implements AutoCloseable {
      * One more environment variable for this actor, after the run's worker environment (so it may override one).
      * Secrets belong in the telemetry settings, which keep them out of logs and spans.
      *
+     * @param name the variable
+     * @param value its value (empty masks a variable the node's environment has)
+     * @return this creator
      * @throws IllegalArgumentException when {@code name} is blank or holds {@code =}, or {@code value} is null
      */
     public Creator<I> env(String name, String value) {
@@ -421,50 +469,113 @@ public final class DriverSession implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Up to {@code n} calls served at once, on threads of the actor's process (the role's methods must be
+     * thread-safe); 1, the default, serves them one at a time.
+     *
+     * @param n the number of calls at once
+     * @return this creator
+     * @throws IllegalArgumentException when {@code n < 1}
+     */
     public Creator<I> maxConcurrency(int n) {
       creator.maxConcurrency(n);
       return this;
     }
 
+    /**
+     * How often Ray restarts the actor when its process or node dies; a restarted actor starts from its constructor.
+     *
+     * @param n the restarts ({@code -1}: without limit; 0, the default: never)
+     * @return this creator
+     * @throws IllegalArgumentException when {@code n < -1}
+     */
     public Creator<I> maxRestarts(int n) {
       creator.maxRestarts(n);
       return this;
     }
 
+    /**
+     * The actor's name in the job's namespace: how a Python actor finds a Java one
+     * ({@code ravel_workers.api.java_actor(name)}).
+     *
+     * @param name the name, unique among the job's live actors
+     * @return this creator
+     * @throws IllegalArgumentException when {@code name} is blank
+     */
     public Creator<I> name(String name) {
       creator.name(name);
       return this;
     }
 
+    /**
+     * JVM options of a Java actor's process, after the session's worker options.
+     *
+     * @param options the options, such as {@code -Xmx2g}
+     * @return this creator
+     * @throws IllegalStateException for a Python actor
+     */
     public Creator<I> jvmOptions(List<String> options) {
       creator.jvmOptions(options);
       return this;
     }
 
-    /** In bundle {@code bundle} of the placement group {@code group}. */
+    /**
+     * In bundle {@code bundle} of the placement group {@code group}: the actor's resources come from the bundle.
+     *
+     * @param group a placement group made through Ray's API
+     * @param bundle the bundle's index, from 0
+     * @return this creator
+     * @throws IllegalArgumentException when {@code bundle < 0}
+     */
     public Creator<I> placementGroup(io.ray.api.placementgroup.PlacementGroup group, int bundle) {
       creator.placementGroup(group, bundle);
       return this;
     }
 
-    /** {@code amount} of the resource {@code name} (Ray's {@code CPU}, or a custom one such as a node's). */
+    /**
+     * {@code amount} of the resource {@code name}: Ray's {@code CPU} or {@code memory}, or a custom one such as a
+     * node's. Ray places the actor on a node that has it free; a resource no node has leaves it pending.
+     *
+     * @param name the resource
+     * @param amount how much, above 0
+     * @return this creator
+     * @throws IllegalArgumentException when {@code name} is blank, holds whitespace or is {@code GPU} (see
+     *     {@link #gpus}), or {@code amount} is not finite and positive
+     */
     public Creator<I> resource(String name, double amount) {
       creator.resource(name, amount);
       return this;
     }
 
-    /** Each of {@code resources}, as {@link #resource}. */
+    /**
+     * Each of {@code resources}, as {@link #resource}.
+     *
+     * @param resources amounts by resource name
+     * @return this creator
+     * @throws IllegalArgumentException as {@link #resource}
+     */
     public Creator<I> resources(Map<String, Double> resources) {
       resources.forEach(creator::resource);
       return this;
     }
 
-    /** GPUs the actor holds; 0 asks for none. */
+    /**
+     * GPUs the actor holds (Ray's {@code GPU} resource; fractions share one).
+     *
+     * @param n the GPUs; 0 asks for none
+     * @return this creator
+     * @throws IllegalArgumentException when {@code n} is negative or not finite
+     */
     public Creator<I> gpus(double n) {
       creator.gpus(n);
       return this;
     }
 
+    /**
+     * Creates the actor on Ray; the session asks it for its span counts when it closes.
+     *
+     * @return a typed handle: {@code handle.call(Role::method, args...)}
+     */
     public RavelActorHandle<I> remote() {
       RavelActorHandle<I> h = creator.remote();
       actors.add(h);
@@ -487,7 +598,13 @@ public final class DriverSession implements AutoCloseable {
       this.config = Objects.requireNonNull(config, "config");
     }
 
-    /** The environment OTLP settings, {@code RAY_ADDRESS} and pass-through variables are read from. */
+    /**
+     * The environment OTLP settings, {@code RAY_ADDRESS}, {@code RAVEL_HOME} and pass-through variables are read
+     * from (default: this process's).
+     *
+     * @param env the variables
+     * @return this builder
+     */
     public Builder env(Map<String, String> env) {
       this.env = Map.copyOf(env);
       return this;
@@ -497,6 +614,8 @@ public final class DriverSession implements AutoCloseable {
      * Connect to this Ray address ({@code host:port} of the cluster's GCS) instead of {@code RAY_ADDRESS} or a local
      * head.
      *
+     * @param address the GCS address
+     * @return this builder
      * @throws IllegalArgumentException when {@code address} is blank
      */
     public Builder address(String address) {
@@ -510,6 +629,9 @@ public final class DriverSession implements AutoCloseable {
     /**
      * An environment variable of a local head's processes (as if exported where {@code ray start} ran).
      *
+     * @param name the variable
+     * @param value its value
+     * @return this builder
      * @throws IllegalArgumentException when {@code name} is blank or holds {@code =}, or {@code value} is null
      */
     public Builder headEnv(String name, String value) {
@@ -526,6 +648,8 @@ public final class DriverSession implements AutoCloseable {
     /**
      * Logical CPUs of a local head.
      *
+     * @param n the CPUs Ray may hand out (default: as many as the machine has)
+     * @return this builder
      * @throws IllegalArgumentException when {@code n < 1}
      */
     public Builder numCpus(int n) {
@@ -536,7 +660,12 @@ public final class DriverSession implements AutoCloseable {
       return this;
     }
 
-    /** JVM options of every worker (after the required {@code --add-opens}). */
+    /**
+     * JVM options of every Java worker (after the required {@code --add-opens}).
+     *
+     * @param options the options (default {@code -Xmx512m -XX:+UseSerialGC})
+     * @return this builder
+     */
     public Builder workerJvmOptions(List<String> options) {
       this.workerJvmOptions = List.copyOf(options);
       return this;
@@ -546,6 +675,10 @@ public final class DriverSession implements AutoCloseable {
      * Your code for the workers: jars, class folders (Java roles) and folders of Python modules (Python roles), put
      * on Ray's code search path after Ravel's own and after the entries of this JVM's class path that are not
      * Ravel's or Ray's ({@link #classpathOnWorkers}). On a cluster, every node must have these paths.
+     *
+     * @param paths the entries; each must exist when the session starts
+     * @return this builder
+     * @throws NullPointerException for a null entry
      */
     public Builder codeSearchPath(List<Path> paths) {
       paths.forEach(p -> codeSearchPath.add(Objects.requireNonNull(p, "codeSearchPath entry")));
@@ -557,6 +690,9 @@ public final class DriverSession implements AutoCloseable {
      * libraries) go on the workers' code search path; on unless the system property
      * {@value DriverSession#CLASSPATH_ON_WORKERS_PROPERTY} is {@code false} (as in Ravel's own integration tests,
      * whose class path is the test runner's).
+     *
+     * @param on whether they do
+     * @return this builder
      */
     public Builder classpathOnWorkers(boolean on) {
       this.classpathOnWorkers = on;
@@ -566,6 +702,7 @@ public final class DriverSession implements AutoCloseable {
     /**
      * Starts the session: validates the telemetry settings, starts or connects to Ray, and checks the cluster.
      *
+     * @return the session; close it to flush every actor's spans and stop the head it started
      * @throws IllegalArgumentException naming a code search path entry that does not exist
      * @throws IllegalStateException when Ray cannot be started or reached (the cause says why)
      */

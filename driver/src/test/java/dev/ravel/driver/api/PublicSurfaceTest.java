@@ -60,6 +60,14 @@ final class PublicSurfaceTest {
         + " -Dravel.docs.write=true").isEqualTo(expected);
   }
 
+  @Test
+  void apiTypes_arePublicTypesOfTheirModule() throws Exception {
+    for (String[] t : ApiJavadocTest.apiTypes()) {
+      assertThat(MODULES).as("module of %s", t[1]).containsKey(t[0]);
+      assertThat(publicTypes(MODULES.get(t[0]))).as("public types of %s", t[0]).contains(t[1]);
+    }
+  }
+
   private static List<String> publicTypes(Class<?> anchor) throws IOException, URISyntaxException {
     Path location = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
     // a class folder in the reactor, a jar when the module comes from the local repository

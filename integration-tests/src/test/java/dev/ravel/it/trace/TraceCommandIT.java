@@ -217,6 +217,65 @@ final class TraceCommandIT {
         + " (connection refused)");
   }
 
+  /**
+   * A run of a user's own actors has no GRPO steps: {@code ravel trace} lists its traces and draws the one
+   * {@code --trace} names, as text and as HTML that Chromium loads without errors. The spans are written by this
+   * JVM's own telemetry to a run folder of their own (file exporter, as every Ravel process writes them).
+   */
+  @Test
+  void trace_runWithoutStepsListsItsTracesAndDrawsOneInTheTerminalAndInChromium() throws Exception {
+    dev.ravel.telemetry.config.TelemetryConfig config = dev.ravel.telemetry.config.TelemetryConfig.builder()
+        .runId("it-trace-app").runsDir(runs).build();
+    String traceId;
+    try (dev.ravel.telemetry.sdk.ProcessTelemetry t = dev.ravel.telemetry.sdk.ProcessTelemetry.builder(config)
+        .role("driver").start()) {
+      try (var root = t.spans().start(dev.ravel.telemetry.config.SpanGroup.STEP, "app.pipeline")) {
+        traceId = root.spanContext().getTraceId();
+        try (var hop = t.spans().start(dev.ravel.telemetry.config.SpanGroup.STEP, "app.hop")) {
+          try (var inner = t.spans().start(dev.ravel.telemetry.config.SpanGroup.STEP, "app.inner")) {
+            inner.error("refused");
+          }
+        }
+      }
+      try (var other = t.spans().start(dev.ravel.telemetry.config.SpanGroup.STEP, "app.other")) {
+        other.event("alone");
+      }
+      assertThat(t.flush(Duration.ofSeconds(30))).isTrue();
+    }
+
+    RavelCommand.Result listed = ravel("runs", "--runs-dir", runs.toString(), "--width", "160");
+    assertThat(listed.stdout().lines().filter(l -> l.startsWith("it-trace-app")))
+        .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING).contains("traces 2");
+    RavelCommand.Result list = ravel("trace", "it-trace-app", "--runs-dir", runs.toString(), "--plain");
+    assertThat(list.exitCode()).as(list.stderr()).isZero();
+    assertThat(list.stdout()).contains("2 trace(s), no GRPO steps").contains("app.pipeline").contains("app.other")
+        .contains(traceId);
+    RavelCommand.Result text = ravel("trace", "it-trace-app", "--runs-dir", runs.toString(), "--plain", "--trace",
+        traceId.substring(0, 8));
+    assertThat(text.exitCode()).as(text.stderr()).isZero();
+    assertThat(text.stdout()).contains("app.pipeline").contains("app.hop").contains("app.inner")
+        .doesNotContain("app.other").doesNotContain("step -1");
+    RavelCommand.Result unknown = ravel("trace", "it-trace-app", "--runs-dir", runs.toString(), "--trace", "ffff");
+    assertThat(unknown.exitCode()).isEqualTo(1);
+    assertThat(unknown.stderr()).contains("has no trace ffff");
+
+    Path html = Path.of(System.getProperty("ravel.home"), "integration-tests", "target", "waterfall-app.html");
+    RavelCommand.Result r = ravel("trace", "it-trace-app", "--runs-dir", runs.toString(), "--trace", traceId,
+        "--html", html.toString());
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    ChromeDriver browser = chromium();
+    try {
+      browser.get(html.toUri().toString());
+      assertThat(browser.findElements(By.cssSelector(".span-row")).stream().map(e -> e.getAttribute("data-span-name")))
+          .containsExactlyInAnyOrder("app.pipeline", "app.hop", "app.inner");
+      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+      assertThat(errors).isEmpty();
+    } finally {
+      browser.quit();
+    }
+  }
+
   @Test
   void html_loadsInHeadlessChromiumWithoutErrorsAndARowShowsItsAttributes() throws Exception {
     Path target = Path.of(System.getProperty("ravel.home"), "integration-tests", "target");

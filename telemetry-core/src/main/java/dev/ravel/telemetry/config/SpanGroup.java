@@ -33,12 +33,19 @@ public enum SpanGroup {
   /** The inference engine's per-request {@code llm_request} spans (sampled on their own). */
   ENGINE;
 
-  /** The name used in YAML and in the environment ({@code generation}, {@code engine}, ...). */
+  /** {@return the name used in YAML and in the environment ({@code generation}, {@code engine}, ...)} */
   public String configName() {
     return name().toLowerCase(Locale.ROOT);
   }
 
-  /** Parses a group name; the error names {@code key} and lists the valid names. */
+  /**
+   * Parses a group name; the error names {@code key} and lists the valid names.
+   *
+   * @param key the config key or environment variable the name comes from, for the error message
+   * @param value the group's config name, in any case, surrounding whitespace ignored
+   * @return the group named {@code value}
+   * @throws ConfigException if {@code value} names no group
+   */
   public static SpanGroup parse(String key, String value) {
     for (SpanGroup g : values()) {
       if (g.configName().equals(value.trim().toLowerCase(Locale.ROOT))) {

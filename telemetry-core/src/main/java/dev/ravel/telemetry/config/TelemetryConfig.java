@@ -45,7 +45,10 @@ public final class TelemetryConfig {
   public static final String OTEL_RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES";
   /** The OpenTelemetry variable that turns the SDK off: {@code true} disables Ravel's telemetry. */
   public static final String OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED";
-  /** The OpenTelemetry variable that picks the span exporter: {@code none} exports no telemetry; {@code otlp} keeps the config's. */
+  /**
+   * The OpenTelemetry variable that picks the span exporter: {@code none} exports no telemetry; {@code otlp} keeps
+   * the config's.
+   */
   public static final String OTEL_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER";
 
   private static final Pattern RUN_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
@@ -96,11 +99,12 @@ public final class TelemetryConfig {
     return c.isEmpty() ? EnumSet.noneOf(SpanGroup.class) : EnumSet.copyOf(c);
   }
 
+  /** {@return a new builder holding the default values} */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** A builder holding this config's values, to derive a changed copy. */
+  /** {@return a new builder holding this config's values, to derive a changed copy} */
   public Builder toBuilder() {
     Builder b = new Builder();
     b.enabled = enabled;
@@ -129,6 +133,11 @@ public final class TelemetryConfig {
    * {@code service_name} set, {@code OTEL_SERVICE_NAME} names the service, else a {@code service.name} in
    * {@code OTEL_RESOURCE_ATTRIBUTES}; the other pairs of {@code OTEL_RESOURCE_ATTRIBUTES} join the resource,
    * below any {@code resource_attributes} of the same key.
+   *
+   * @param section the {@code telemetry:} section; {@code null} when the run config has none
+   * @param env the environment variables to read overrides from, e.g. {@link System#getenv()}
+   * @return the validated config
+   * @throws ConfigException naming the key, or the variable, of an unknown key or invalid value
    */
   public static TelemetryConfig fromMap(Map<String, ?> section, Map<String, String> env) {
     Map<String, Object> values = new LinkedHashMap<>();
@@ -243,6 +252,8 @@ public final class TelemetryConfig {
   /**
    * This config as {@code RAVEL_TELEMETRY_*} variables: how it travels, explicitly, into every worker's
    * environment. {@link #fromMap(Map, Map)} with an empty section reads it back.
+   *
+   * @return the variables, by name, in the order of {@link #KEYS}
    */
   public Map<String, String> toEnvironment() {
     Map<String, String> env = new LinkedHashMap<>();
@@ -263,46 +274,70 @@ public final class TelemetryConfig {
     return env;
   }
 
+  /** {@return whether telemetry is on at all} */
   public boolean enabled() {
     return enabled;
   }
 
+  /** {@return the preset the span groups start from} */
   public Preset preset() {
     return preset;
   }
 
-  /** The groups that are on: the preset's, plus the explicit ones, with ENGINE following engine tracing. */
+  /**
+   * The groups that are on: the preset's, plus the explicit ones, with ENGINE following engine tracing.
+   *
+   * @return the groups that are on, unmodifiable; empty when telemetry is off
+   */
   public Set<SpanGroup> groups() {
     return groups;
   }
 
+  /**
+   * {@return whether spans of {@code group} are made}
+   *
+   * @param group the span group
+   */
   public boolean isOn(SpanGroup group) {
     return groups.contains(group);
   }
 
-  /** Whether the inference engine emits its per-request spans (and may see trace-enabling OTEL_* vars). */
+  /**
+   * {@return whether the inference engine emits its per-request spans (and may see trace-enabling OTEL_* vars);
+   * false when telemetry is off}
+   */
   public boolean engineTracing() {
     return enabled && engineTracing;
   }
 
-  /** Share of engine requests whose span is kept (errored, preempted and slow requests are always kept). */
+  /**
+   * {@return the share of engine requests whose span is kept, 0.0 to 1.0 (errored, preempted and slow requests
+   * are always kept)}
+   */
   public double engineSampleRatio() {
     return engineSampleRatio;
   }
 
-  /** Engine requests slower than this end to end are always kept by the engine sampler. */
+  /**
+   * Engine requests slower than this end to end are always kept by the engine sampler.
+   *
+   * @return the slow-request threshold, not negative
+   */
   public Duration engineSlowRequest() {
     return engineSlowRequest;
   }
 
+  /** {@return where the spans go; {@link ExporterKind#NONE} when telemetry is off} */
   public ExporterKind exporter() {
     return enabled ? exporter : ExporterKind.NONE;
   }
 
+  /** {@return the run's id, which names its folder under {@link #runsDir()}} */
   public String runId() {
     return runId;
   }
 
+  /** {@return the OpenTelemetry service name ({@code service.name}) of the run's processes} */
   public String serviceName() {
     return serviceName;
   }
@@ -310,32 +345,34 @@ public final class TelemetryConfig {
   /**
    * Resource attributes every process of the run adds (from {@code telemetry.resource_attributes} and
    * {@code OTEL_RESOURCE_ATTRIBUTES}); Ravel's own ({@code service.name}, {@code rl.*}) are not among them.
+   *
+   * @return the attributes by key, unmodifiable
    */
   public Map<String, String> resourceAttributes() {
     return resourceAttributes;
   }
 
-  /** The folder that holds one folder per run ({@code runs/}), absolute. */
+  /** {@return the folder that holds one folder per run ({@code runs/}), absolute and normalized} */
   public Path runsDir() {
     return runsDir;
   }
 
-  /** The folder of this run's JSONL files: {@code runs/<run-id>/}. */
+  /** {@return the folder of this run's JSONL files: {@code runs/<run-id>/}} */
   public Path runDir() {
     return runsDir.resolve(runId);
   }
 
-  /** Driver environment variables passed unchanged to every worker. */
+  /** {@return the names of the driver environment variables passed unchanged to every worker} */
   public List<String> envPassthrough() {
     return envPassthrough;
   }
 
-  /** Upper bound on the flush at process shutdown. */
+  /** {@return the upper bound on the flush at process shutdown} */
   public Duration shutdownTimeout() {
     return shutdownTimeout;
   }
 
-  /** Completions a GRPO step keeps in the run folder's {@code samples.jsonl} (0: none). */
+  /** {@return the number of completions a GRPO step keeps in the run folder's {@code samples.jsonl} (0: none)} */
   public int samplesPerStep() {
     return samplesPerStep;
   }
@@ -382,7 +419,10 @@ public final class TelemetryConfig {
         .collect(Collectors.joining(","));
   }
 
-  /** A new run id: {@code yyyyMMdd-HHmmss-xxxx}, sortable by start time. */
+  /**
+   * {@return a new run id: {@code yyyyMMdd-HHmmss-xxxx} (local time, then four random hex digits), sortable by start
+   * time}
+   */
   public static String newRunId() {
     return LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
         + "-" + String.format("%04x", ThreadLocalRandom.current().nextInt(0x10000));
@@ -416,81 +456,169 @@ public final class TelemetryConfig {
       return origin.getOrDefault(key, "telemetry." + key);
     }
 
+    /**
+     * Turns telemetry on or off ({@code telemetry.enabled}; default on). Off, no span is made and none exported.
+     *
+     * @param enabled whether telemetry is on
+     * @return this builder
+     */
     public Builder enabled(boolean enabled) {
       this.enabled = enabled;
       return this;
     }
 
+    /**
+     * Sets the preset the span groups start from ({@code telemetry.preset}; default {@link Preset#PER_STEP}).
+     *
+     * @param preset the preset, not {@code null}
+     * @return this builder
+     */
     public Builder preset(Preset preset) {
       this.preset = Objects.requireNonNull(preset, "preset");
       return this;
     }
 
-    /** Groups turned on in addition to the preset's. */
+    /**
+     * Groups turned on in addition to the preset's ({@code telemetry.span_groups}; default none).
+     *
+     * @param groups the extra groups, not {@code null}; they replace any set before
+     * @return this builder
+     */
     public Builder spanGroups(Collection<SpanGroup> groups) {
       this.extraGroups = copy(groups);
       return this;
     }
 
-    /** Engine spans on or off; unset, it follows the preset ({@code all} turns it on). */
+    /**
+     * Engine spans on or off; unset, it follows the preset ({@code all} turns it on) and the groups.
+     *
+     * @param on whether the engine emits its per-request spans
+     * @return this builder
+     */
     public Builder engineTracing(boolean on) {
       this.engineTracing = on;
       return this;
     }
 
+    /**
+     * Sets the share of engine requests whose span is kept ({@code telemetry.engine_sample_ratio}; default 1.0).
+     *
+     * @param ratio the share, from 0.0 to 1.0 (checked by {@link #build()})
+     * @return this builder
+     */
     public Builder engineSampleRatio(double ratio) {
       this.engineSampleRatio = ratio;
       return this;
     }
 
+    /**
+     * Sets the duration above which an engine request's span is always kept
+     * ({@code telemetry.engine_slow_request_ms}; default 2 s).
+     *
+     * @param threshold the threshold, not {@code null}, not negative (checked by {@link #build()})
+     * @return this builder
+     */
     public Builder engineSlowRequest(Duration threshold) {
       this.engineSlowRequest = Objects.requireNonNull(threshold, "engineSlowRequest");
       return this;
     }
 
+    /**
+     * Sets where the spans go ({@code telemetry.exporter}; default {@link ExporterKind#FILE}).
+     *
+     * @param exporter the exporter, not {@code null}
+     * @return this builder
+     */
     public Builder exporter(ExporterKind exporter) {
       this.exporter = Objects.requireNonNull(exporter, "exporter");
       return this;
     }
 
+    /**
+     * Sets the run id ({@code telemetry.run_id}).
+     *
+     * @param runId letters, digits, {@code .}, {@code _} and {@code -}, at most 128 (checked by {@link #build()});
+     *     {@code null} or empty to have {@link #build()} generate one
+     * @return this builder
+     */
     public Builder runId(String runId) {
       this.runId = runId;
       return this;
     }
 
+    /**
+     * Sets the OpenTelemetry service name ({@code telemetry.service_name}; default {@code ravel}).
+     *
+     * @param serviceName the name, not blank (checked by {@link #build()})
+     * @return this builder
+     */
     public Builder serviceName(String serviceName) {
       this.serviceName = serviceName;
       return this;
     }
 
-    /** Attributes every process adds to its resource; keys {@code service.name} and {@code rl.*} are Ravel's. */
+    /**
+     * Attributes every process adds to its resource; keys {@code service.name} and {@code rl.*} are Ravel's.
+     *
+     * @param attributes the attributes by key, not {@code null}; copied, they replace any set before
+     * @return this builder
+     * @throws NullPointerException if {@code attributes} is {@code null}
+     */
     public Builder resourceAttributes(Map<String, String> attributes) {
       this.resourceAttributes = new LinkedHashMap<>(Objects.requireNonNull(attributes, "resourceAttributes"));
       return this;
     }
 
+    /**
+     * Sets the folder that holds one folder per run ({@code telemetry.runs_dir}; default {@code runs}).
+     *
+     * @param runsDir the folder, not {@code null}; relative to the working directory unless absolute
+     * @return this builder
+     */
     public Builder runsDir(Path runsDir) {
       this.runsDir = Objects.requireNonNull(runsDir, "runsDir");
       return this;
     }
 
+    /**
+     * Sets the driver environment variables passed unchanged to every worker ({@code telemetry.env_passthrough}).
+     *
+     * @param names the variables' names, not {@code null}; blank ones are dropped by {@link #build()}
+     * @return this builder
+     */
     public Builder envPassthrough(Collection<String> names) {
       this.envPassthrough = new ArrayList<>(names);
       return this;
     }
 
+    /**
+     * Sets the upper bound on the flush at process shutdown ({@code telemetry.shutdown_timeout_ms}; default 5 s).
+     *
+     * @param timeout the bound, not {@code null}, positive (checked by {@link #build()})
+     * @return this builder
+     */
     public Builder shutdownTimeout(Duration timeout) {
       this.shutdownTimeout = Objects.requireNonNull(timeout, "shutdownTimeout");
       return this;
     }
 
-    /** Completions a GRPO step keeps in {@code samples.jsonl} (0: none). */
+    /**
+     * Completions a GRPO step keeps in {@code samples.jsonl} ({@code telemetry.samples_per_step}; default 4).
+     *
+     * @param samples the number of completions, 0 for none, not negative (checked by {@link #build()})
+     * @return this builder
+     */
     public Builder samplesPerStep(int samples) {
       this.samplesPerStep = samples;
       return this;
     }
 
-    /** Validates and builds; a missing run id is generated ({@link #newRunId()}). */
+    /**
+     * Validates and builds; a missing run id is generated ({@link #newRunId()}).
+     *
+     * @return the config
+     * @throws ConfigException naming the key of the first invalid value
+     */
     public TelemetryConfig build() {
       if (!(engineSampleRatio >= 0.0 && engineSampleRatio <= 1.0)) {
         throw new ConfigException(key("engine_sample_ratio"), "must be between 0.0 and 1.0, got " + engineSampleRatio);

@@ -21,42 +21,73 @@ public final class ExportStats implements Serializable {
   /** No spans, no exporter: what {@link #plus} leaves unchanged. */
   public static final ExportStats NONE = new ExportStats(0, Map.of());
 
+  /** Spans that ended (sampled). */
   private final long ended;
+  /** Each exporter's counts, by name, in the order the exporters were set up; unmodifiable. */
   private final Map<String, Sent> exporters;
 
-  /** What one exporter did with the spans that ended. */
+  /**
+   * What one exporter did with the spans that ended.
+   *
+   * @param exported spans the exporter exported
+   * @param failed spans the exporter failed to export
+   * @param dropped spans the exporter dropped (its queue was full, or still held them at stop)
+   * @serial exclude
+   */
   public record Sent(long exported, long failed, long dropped) implements Serializable {
+    /**
+     * {@return both counts together, count by count}
+     *
+     * @param other the counts to add
+     */
     public Sent plus(Sent other) {
       return new Sent(exported + other.exported, failed + other.failed, dropped + other.dropped);
     }
   }
 
-  /** Counts of a process with one exporter (or that does not tell its exporters apart). */
+  /**
+   * Counts of a process with one exporter (or that does not tell its exporters apart), under
+   * {@link #ALL_EXPORTERS}.
+   *
+   * @param ended spans that ended
+   * @param exported spans exported
+   * @param failed spans that failed to export
+   * @param dropped spans dropped
+   */
   public ExportStats(long ended, long exported, long failed, long dropped) {
     this(ended, Map.of(ALL_EXPORTERS, new Sent(exported, failed, dropped)));
   }
 
-  /** Counts of a process with an entry per exporter, in the order they were set up. */
+  /**
+   * Counts of a process with an entry per exporter, in the order they were set up.
+   *
+   * @param ended spans that ended
+   * @param exporters each exporter's counts, by name (copied), not {@code null}; empty when spans go nowhere
+   */
   public ExportStats(long ended, Map<String, Sent> exporters) {
     this.ended = ended;
     this.exporters = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(exporters, "exporters")));
   }
 
+  /** {@return the number of spans that ended (sampled)} */
   public long ended() {
     return ended;
   }
 
-  /** Spans exported by the first exporter (the file, when the run writes files); see {@link #exporters()}. */
+  /**
+   * {@return the spans exported by the first exporter (the file, when the run writes files), 0 with no exporter;
+   * see {@link #exporters()}}
+   */
   public long exported() {
     return first().exported();
   }
 
-  /** Spans the first exporter failed to export; see {@link #exporters()}. */
+  /** {@return the spans the first exporter failed to export, 0 with no exporter; see {@link #exporters()}} */
   public long failed() {
     return first().failed();
   }
 
-  /** Spans the first exporter dropped; see {@link #exporters()}. */
+  /** {@return the spans the first exporter dropped, 0 with no exporter; see {@link #exporters()}} */
   public long dropped() {
     return first().dropped();
   }
@@ -65,12 +96,15 @@ public final class ExportStats implements Serializable {
     return exporters.values().stream().findFirst().orElse(new Sent(0, 0, 0));
   }
 
-  /** Each exporter's counts, by name ({@code file}, {@code otlp}); empty when spans go nowhere. */
+  /**
+   * {@return each exporter's counts, by name ({@code file}, {@code otlp}), unmodifiable; empty when spans go
+   * nowhere}
+   */
   public Map<String, Sent> exporters() {
     return exporters;
   }
 
-  /** The most spans any exporter has still to export, fail or drop (queued, or in flight). */
+  /** {@return the most spans any exporter has still to export, fail or drop (queued, or in flight); 0 for none} */
   public long pending() {
     return exporters.values().stream().mapToLong(this::pending).max().orElse(0);
   }
@@ -82,6 +116,8 @@ public final class ExportStats implements Serializable {
   /**
    * These counts once the process's telemetry stopped: what each exporter still held can no longer be sent
    * and is counted as dropped, so that for each exporter {@code ended = exported + failed + dropped}.
+   *
+   * @return the counts with every pending span counted as dropped
    */
   public ExportStats closed() {
     Map<String, Sent> m = new LinkedHashMap<>();
@@ -89,19 +125,24 @@ public final class ExportStats implements Serializable {
     return new ExportStats(ended, m);
   }
 
-  /** Both counts together, exporter by exporter (the processes of a run). */
+  /**
+   * Both counts together, exporter by exporter (the processes of a run).
+   *
+   * @param other the counts to add
+   * @return the summed counts, with the exporters of both
+   */
   public ExportStats plus(ExportStats other) {
     Map<String, Sent> sum = new LinkedHashMap<>(exporters);
     other.exporters.forEach((k, v) -> sum.merge(k, v, Sent::plus));
     return new ExportStats(ended + other.ended, sum);
   }
 
-  /** Whether, for each exporter, {@code ended = exported + failed + dropped}. */
+  /** {@return whether, for each exporter, {@code ended = exported + failed + dropped}} */
   public boolean addsUp() {
     return exporters.values().stream().allMatch(s -> pending(s) == 0 && s.exported() + s.failed() + s.dropped() == ended);
   }
 
-  /** As run.json has it: ended, and each exporter's exported, failed and dropped. */
+  /** {@return the counts as run.json has them: ended, and each exporter's exported, failed and dropped} */
   public Map<String, Object> json() {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("ended", ended);
@@ -120,6 +161,8 @@ public final class ExportStats implements Serializable {
   /**
    * Counts as {@link #json()} wrote them (read back from a file another process wrote).
    *
+   * @param json the map {@link #json()} made, as read back from JSON
+   * @return the counts
    * @throws IllegalArgumentException naming the field that is missing or not a whole number
    */
   public static ExportStats fromJson(Map<String, ?> json) {
@@ -148,7 +191,10 @@ public final class ExportStats implements Serializable {
     throw new IllegalArgumentException(at + key + ": expected a count (a whole number, at least 0), got " + v);
   }
 
-  /** {@code 120 ended = 100 exported + 0 failed + 20 dropped (file)}, one clause per exporter. */
+  /**
+   * {@return the counts in words: {@code 120 ended = 100 exported + 0 failed + 20 dropped (file)}, one clause per
+   * exporter}
+   */
   public String summary() {
     StringBuilder sb = new StringBuilder();
     exporters.forEach((k, v) -> {

@@ -27,6 +27,13 @@ public final class ScopedSpan implements AutoCloseable {
     this.recording = recording;
   }
 
+  /**
+   * Sets a {@code long} attribute on the span; nothing when it is not recording.
+   *
+   * @param key the attribute's key
+   * @param value the attribute's value
+   * @return this span
+   */
   public ScopedSpan set(AttributeKey<Long> key, long value) {
     if (recording) {
       span.setAttribute(key, value);
@@ -34,6 +41,14 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Sets an attribute on the span; nothing when it is not recording or {@code value} is {@code null}.
+   *
+   * @param <T> the attribute's value type
+   * @param key the attribute's key
+   * @param value the attribute's value; may be {@code null}
+   * @return this span
+   */
   public <T> ScopedSpan set(AttributeKey<T> key, T value) {
     if (recording && value != null) {
       span.setAttribute(key, value);
@@ -41,7 +56,12 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
-  /** Links this span to another (for example, the job run a step belongs to). */
+  /**
+   * Links this span to another (for example, the job run a step belongs to).
+   *
+   * @param other the span to link to; {@code null} or an invalid context adds no link
+   * @return this span
+   */
   public ScopedSpan link(SpanContext other) {
     if (recording && other != null && other.isValid()) {
       span.addLink(other);
@@ -49,12 +69,23 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
-  /** Links this span to one another process handed over (for example, the rollout a training step consumed). */
+  /**
+   * Links this span to one another process handed over (for example, the rollout a training step consumed).
+   *
+   * @param other the span to link to; {@code null} or an invalid link adds no link
+   * @return this span
+   */
   public ScopedSpan link(SpanLink other) {
     return other == null ? this : link(other.spanContext());
   }
 
-  /** Links this span to one another process handed over, with attributes on the link. */
+  /**
+   * Links this span to one another process handed over, with attributes on the link.
+   *
+   * @param other the span to link to; {@code null} or an invalid link adds no link
+   * @param attributes the link's attributes
+   * @return this span
+   */
   public ScopedSpan link(SpanLink other, io.opentelemetry.api.common.Attributes attributes) {
     if (recording && other != null && other.isValid()) {
       span.addLink(other.spanContext(), attributes);
@@ -62,12 +93,17 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
-  /** A link to this span, for another process to link to; {@link SpanLink#NONE} when it is not recorded. */
+  /** {@return a link to this span, for another process to link to; {@link SpanLink#NONE} when it is not recorded} */
   public SpanLink asLink() {
     return recording ? SpanLink.of(span.getSpanContext()) : SpanLink.NONE;
   }
 
-  /** Adds an event. */
+  /**
+   * Adds an event, timestamped now; nothing when the span is not recording.
+   *
+   * @param name the event's name
+   * @return this span
+   */
   public ScopedSpan event(String name) {
     if (recording) {
       span.addEvent(name);
@@ -75,7 +111,12 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
-  /** Records {@code error} and marks the span as failed. */
+  /**
+   * Records {@code error} and marks the span as failed.
+   *
+   * @param error the exception; its message becomes the error status's description
+   * @return this span
+   */
   public ScopedSpan error(Throwable error) {
     if (recording) {
       span.recordException(error);
@@ -84,7 +125,12 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
-  /** Marks the span as failed without an exception. */
+  /**
+   * Marks the span as failed without an exception.
+   *
+   * @param description the error status's description
+   * @return this span
+   */
   public ScopedSpan error(String description) {
     if (recording) {
       span.setStatus(StatusCode.ERROR, description);
@@ -92,15 +138,17 @@ public final class ScopedSpan implements AutoCloseable {
     return this;
   }
 
+  /** {@return whether the span is recorded (false when its group is off)} */
   public boolean isRecording() {
     return recording;
   }
 
+  /** {@return the span's context; invalid when the span is not recorded} */
   public SpanContext spanContext() {
     return span.getSpanContext();
   }
 
-  /** The carrier of this span (or of the current context when the span's group is off). */
+  /** {@return the carrier of this span (or of the current context when the span's group is off)} */
   public TraceCarrier carrier() {
     return recording ? TraceCarrier.capture(Context.current().with(span)) : TraceCarrier.current();
   }

@@ -36,7 +36,15 @@ public final class RunTraces {
   /** The run's sample completions ({@code runs/<run-id>/samples.jsonl}): in the run folder, not spans. */
   public static final String SAMPLES_FILE = "samples.jsonl";
 
-  /** Reads every {@code *.jsonl} file of {@code runDir} but the step log and the samples. */
+  /**
+   * Reads every {@code *.jsonl} file of {@code runDir} but the step log and the samples, in file name order.
+   * Unreadable lines become {@link #problems()}; lines of metrics or logs are skipped.
+   *
+   * @param runDir the run's folder, {@code runs/<run-id>/}
+   * @return the run's spans and problems
+   * @throws IllegalArgumentException if {@code runDir} is not a folder
+   * @throws UncheckedIOException if the folder or one of its files cannot be read
+   */
   public static RunTraces readDir(Path runDir) {
     if (!Files.isDirectory(runDir)) {
       throw new IllegalArgumentException("no such run folder: " + runDir);
@@ -89,26 +97,31 @@ public final class RunTraces {
     return i < 0 ? s : s.substring(0, i);
   }
 
+  /** {@return every span read, file by file in the order of their lines; unmodifiable} */
   public List<SpanRecord> spans() {
     return spans;
   }
 
-  /** Lines that could not be read, as {@code file:line: reason}. */
+  /** {@return the lines that could not be read, as {@code file:line: reason}; unmodifiable} */
   public List<String> problems() {
     return problems;
   }
 
-  /** Spans by span id. */
+  /** {@return the spans by span id; of spans sharing an id, the first read} */
   public Map<String, SpanRecord> byId() {
     return spans.stream().collect(Collectors.toMap(SpanRecord::spanId, Function.identity(), (a, b) -> a));
   }
 
-  /** Spans with the given name. */
+  /**
+   * {@return the spans with the given name, in the order read}
+   *
+   * @param name the span name
+   */
   public List<SpanRecord> named(String name) {
     return spans.stream().filter(s -> s.name().equals(name)).toList();
   }
 
-  /** Spans grouped by trace id. */
+  /** {@return the spans grouped by trace id} */
   public Map<String, List<SpanRecord>> byTrace() {
     return spans.stream().collect(Collectors.groupingBy(SpanRecord::traceId));
   }
