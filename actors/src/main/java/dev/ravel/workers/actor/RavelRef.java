@@ -3,6 +3,8 @@ package dev.ravel.workers.actor;
 import io.ray.api.ObjectRef;
 import io.ray.api.exception.CrossLanguageException;
 import io.ray.api.exception.RayTaskException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -84,6 +86,42 @@ public final class RavelRef<R> {
     } catch (CrossLanguageException e) {
       throw PythonWorkerException.of(pythonCall, e);
     }
+  }
+
+  /**
+   * Waits for every result of a batch of calls, in the order of {@code refs}: the calls run meanwhile (they were
+   * sent when made), so the batch takes as long as its slowest call.
+   *
+   * @param <R> the role method's result type
+   * @param refs the pending results
+   * @return the values, in the order of {@code refs}
+   * @throws PythonWorkerException when a Python actor's method raised an exception (the first in order)
+   */
+  public static <R> List<R> getAll(List<RavelRef<R>> refs) {
+    List<R> out = new ArrayList<>(refs.size());
+    for (RavelRef<R> r : refs) {
+      out.add(r.get());
+    }
+    return out;
+  }
+
+  /**
+   * As {@link #getAll(List)}, all of them within one deadline of {@code timeoutMs} from now.
+   *
+   * @param <R> the role method's result type
+   * @param refs the pending results
+   * @param timeoutMs the longest wait for all of them, in milliseconds
+   * @return the values, in the order of {@code refs}
+   * @throws IllegalStateException when an in-process call has no result in time
+   * @throws PythonWorkerException when a Python actor's method raised an exception (the first in order)
+   */
+  public static <R> List<R> getAll(List<RavelRef<R>> refs, long timeoutMs) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    List<R> out = new ArrayList<>(refs.size());
+    for (RavelRef<R> r : refs) {
+      out.add(r.get(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()))));
+    }
+    return out;
   }
 
   /**

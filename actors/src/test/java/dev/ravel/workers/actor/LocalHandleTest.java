@@ -92,6 +92,25 @@ final class LocalHandleTest {
   }
 
   @Test
+  void getAll_batchOfCalls_valuesInTheOrderOfTheRefsWithinOneDeadline() {
+    RavelActorHandle<Counter> h = counter(2);
+    List<RavelRef<Integer>> refs = List.of(h.call(Counter::add, new int[] {1}), h.call(Counter::add, new int[] {2, 3}),
+        h.call(Counter::add, new int[] {4}));
+
+    assertThat(RavelRef.getAll(refs)).containsExactly(1, 5, 4);
+    assertThat(RavelRef.getAll(refs, 60_000)).containsExactly(1, 5, 4);
+  }
+
+  @Test
+  void getAll_oneCallFails_itsExceptionIsRethrownAsItself() {
+    RavelActorHandle<Counter> h = counter(1);
+    List<RavelRef<String>> refs = List.of(h.call(Counter::fail, "first"), h.call(Counter::fail, "second"));
+
+    assertThatThrownBy(() -> RavelRef.getAll(refs, 60_000)).isInstanceOf(IllegalStateException.class)
+        .hasMessage("first");
+  }
+
+  @Test
   void call_exceptionIsRethrownAsItself() {
     RavelRef<String> ref = counter(1).call(Counter::fail, "engine down");
 
