@@ -56,8 +56,8 @@ final class ReportCommand implements Callable<Integer> {
       Files.createDirectories(out.toAbsolutePath().getParent());
     }
     Files.writeString(out, report.render(maxWaterfalls), StandardCharsets.US_ASCII);
-    System.out.println("wrote " + out.toAbsolutePath() + " (" + report.stepCount() + " steps of run " + report.runId()
-        + ")");
+    System.out.println("wrote " + out.toAbsolutePath() + " (" + (report.traceCount() > 0 ? "no steps, "
+        + report.traceCount() + " traces" : report.stepCount() + " steps") + " of run " + report.runId() + ")");
     return 0;
   }
 }

@@ -271,6 +271,27 @@ final class TraceCommandIT {
       List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
           .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
       assertThat(errors).isEmpty();
+
+      // the run report degrades to the list of traces, each row opening its waterfall
+      Path report = html.resolveSibling("report-app.html");
+      RavelCommand.Result rep = ravel("report", "it-trace-app", "--runs-dir", runs.toString(), "--html",
+          report.toString());
+      assertThat(rep.exitCode()).as(rep.stderr()).isZero();
+      assertThat(rep.stdout()).contains("no steps, 2 traces");
+      browser.get(report.toUri().toString());
+      List<WebElement> rows = browser.findElements(By.cssSelector("tr.trace-row"));
+      assertThat(rows).hasSize(2);
+      assertThat(rows.get(0).getText()).contains("app.pipeline").contains(traceId);
+      rows.get(0).click();
+      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (!"t1".equals(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded"))
+          && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertThat(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded")).isEqualTo("t1");
+      assertThat(browser.findElement(By.id("waterfall-title")).getText()).isEqualTo("Trace 1 waterfall");
+      assertThat(browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue())).isEmpty();
     } finally {
       browser.quit();
     }

@@ -128,6 +128,11 @@ public final class RunReport {
     return steps.size();
   }
 
+  /** {@return the traces the report lists instead of steps: those of a run without GRPO steps, else 0} */
+  public int traceCount() {
+    return steps.isEmpty() && run.steps().isEmpty() ? run.otherTraces().size() : 0;
+  }
+
   /** Lines or files that could not be read (the report was drawn without them). */
   public List<String> problems() {
     return problems;
@@ -200,8 +205,26 @@ public final class RunReport {
           .append(td(s.path("spans").asText("0")))
           .append("</tr>\n");
     }
-    h.append("</tbody>\n</table>\n</section>\n<section class=\"waterfall\">\n<h2 id=\"waterfall-title\">")
-        .append("Click a step to see its waterfall</h2>\n")
+    h.append("</tbody>\n</table>\n</section>\n");
+    List<StepView> traces = steps.isEmpty() && run.steps().isEmpty() ? run.otherTraces() : List.of();
+    if (!traces.isEmpty()) {
+      // a run of your own actors (no GRPO steps): its traces, each row opening its waterfall as a step's does
+      h.append("<section class=\"traces\">\n<h2>Traces</h2>\n<p>This run has no GRPO steps: its traces by start")
+          .append(" time. Click one to see its waterfall.</p>\n<table id=\"traces\">\n<thead><tr><th>root</th>")
+          .append("<th>start (UTC)</th><th>duration</th><th>spans</th><th>processes</th><th>errors</th><th>trace</th>")
+          .append("</tr></thead>\n<tbody>\n");
+      for (int i = 0; i < traces.size(); i++) {
+        StepView v = traces.get(i);
+        h.append("<tr class=\"step-row trace-row\" tabindex=\"0\" data-step=\"t").append(i + 1).append("\">")
+            .append(td(v.root().span().name())).append(td(Fmt.instant(v.startNanos())))
+            .append(td(Fmt.duration(v.durationNanos()))).append(td(Integer.toString(v.spanCount())))
+            .append(td(Integer.toString(v.processes().size()))).append(td(Integer.toString(v.errorCount())))
+            .append(td(v.traceId())).append("</tr>\n");
+      }
+      h.append("</tbody>\n</table>\n</section>\n");
+    }
+    h.append("<section class=\"waterfall\">\n<h2 id=\"waterfall-title\">")
+        .append(traces.isEmpty() ? "Click a step to see its waterfall</h2>\n" : "Click a trace to see its waterfall</h2>\n")
         .append("<iframe id=\"waterfall-frame\" title=\"step waterfall\" sandbox=\"allow-scripts\"></iframe>\n")
         .append("</section>\n<section class=\"samples\">\n<h2 id=\"samples-title\">Sample completions</h2>\n")
         .append("<p id=\"samples-note\">").append(samples.isEmpty() ? "This run kept no samples (samples.jsonl)."
@@ -222,6 +245,10 @@ public final class RunReport {
       // gzip + base64: a waterfall page compresses about tenfold, and the page inflates it on click
       h.append("<script type=\"application/gzip+base64\" class=\"waterfall-doc\" data-step=\"").append(v.step())
           .append("\">").append(gzipBase64(waterfall.render(v, run))).append("</script>\n");
+    }
+    for (int i = 0; i < Math.min(traces.size(), maxWaterfalls); i++) {
+      h.append("<script type=\"application/gzip+base64\" class=\"waterfall-doc\" data-step=\"t").append(i + 1)
+          .append("\">").append(gzipBase64(waterfall.render(traces.get(i), run))).append("</script>\n");
     }
     h.append("<script>\n").append(WaterfallAssets.read("report.js", "</script")).append("</script>\n")
         .append("</body>\n</html>\n");

@@ -185,7 +185,10 @@
   }
 
   function showStep(step) {
-    showSamples(step);
+    // a run without GRPO steps lists its traces instead: rows t1, t2, ... (no samples)
+    var trace = String(step).charAt(0) === "t";
+    var what = trace ? "Trace " + String(step).substring(1) : "Step " + step;
+    if (!trace) { showSamples(step); }
     var doc = document.querySelector("script.waterfall-doc[data-step='" + step + "']");
     var heading = document.getElementById("waterfall-title");
     var frameEl = document.getElementById("waterfall-frame");
@@ -201,11 +204,12 @@
       }
     });
     if (!doc) {
-      heading.textContent = "Step " + step + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --step " + step + ")";
+      heading.textContent = trace ? what + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --trace <id>)"
+        : "Step " + step + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --step " + step + ")";
       frameEl.removeAttribute("srcdoc");
       return;
     }
-    heading.textContent = "Step " + step + " waterfall";
+    heading.textContent = what + " waterfall";
     frameEl.setAttribute("data-step", String(step));
     frameEl.removeAttribute("data-loaded");
     inflate(doc.textContent.trim()).then(function (html) {
@@ -213,7 +217,7 @@
       frameEl.onload = function () { frameEl.setAttribute("data-loaded", String(step)); };
       frameEl.srcdoc = html;
     }, function (err) {
-      heading.textContent = "Step " + step + ": cannot open its waterfall in this browser (" + err + ")";
+      heading.textContent = what + ": cannot open its waterfall in this browser (" + err + ")";
     });
   }
 

@@ -97,6 +97,23 @@ final class RunReportTest {
   }
 
   @Test
+  void render_runWithoutSteps_listsItsTracesEachWithItsWaterfall() {
+    RunReport report = RunReport.of("app", List.of(), RunView.of(OtherTracesTest.spans().stream()
+        .filter(x -> !x.traceId().equals(TestSpans.SYNC_TRACE)).toList()));
+
+    String page = report.render();
+
+    assertThat(report.stepCount()).isZero();
+    assertThat(report.traceCount()).isEqualTo(2);
+    assertThat(page).contains("<table id=\"traces\">").contains("data-step=\"t1\"").contains("data-step=\"t2\"")
+        .contains("app.pipeline").contains(OtherTracesTest.PIPELINE).contains("Click a trace to see its waterfall");
+    assertThat(page.split("class=\"waterfall-doc\"", -1)).hasSize(3);
+    assertThat(RunReport.of("app", List.of(), RunView.of(OtherTracesTest.spans().stream()
+        .filter(x -> !x.traceId().equals(TestSpans.SYNC_TRACE)).toList())).render(1)
+        .split("class=\"waterfall-doc\"", -1)).hasSize(2);
+  }
+
+  @Test
   void render_namesInTheDataCannotCloseTheScriptOrInjectMarkup() throws Exception {
     Files.writeString(dir.resolve("steps.jsonl"), stepLine(1, 0.1, 0.0, "a") + "\n");
     Files.writeString(dir.resolve("run.json"), "{\"run_id\":\"</script><b>x\",\"mode\":\"<i>sync\","
