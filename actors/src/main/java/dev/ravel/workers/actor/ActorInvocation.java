@@ -7,7 +7,7 @@ import java.io.Serializable;
  * One actor call as it travels through Ray: the caller's trace context (the "header") beside the role
  * method and its arguments. Built only by {@link RavelActorHandle}; resumed only by {@link RavelActor}.
  */
-public final class ActorInvocation implements Serializable {
+final class ActorInvocation implements Serializable {
   private static final long serialVersionUID = 1L;
 
   private final TraceCarrier carrier;
