@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 /** {@code ravel}: run and observe RL post-training on Ray. */
 @Command(name = "ravel", mixinStandardHelpOptions = true, versionProvider = RavelCli.Version.class,
     description = "Run and observe reinforcement-learning post-training on Ray.",
-    subcommands = {RunCommand.class, RunsCommand.class, TraceCommand.class, ReportCommand.class, ExportCommand.class, ServeCommand.class, BenchCommand.class,
+    subcommands = {RunCommand.class, RunsCommand.class, TraceCommand.class, ReportCommand.class, DiffCommand.class, ExportCommand.class, ServeCommand.class, BenchCommand.class,
         BenchHttpCommand.class, BenchCallsCommand.class, DemoCommand.class, SubmitCommand.class, JobsCommand.class, CommandLine.HelpCommand.class})
 public final class RavelCli implements Runnable {
   @CommandLine.Spec

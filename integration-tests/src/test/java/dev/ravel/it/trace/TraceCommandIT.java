@@ -217,6 +217,26 @@ final class TraceCommandIT {
         + " (connection refused)");
   }
 
+  /** Two runs that differ in one key: {@code ravel diff} names that key alone and compares their phases. */
+  @Test
+  void diff_twoRunsThatDifferInOneKey_namesItAndComparesEveryPhase() throws Exception {
+    GrpoRuns.run(runs, "it-trace-cli-1w", "run.mode=sync", "grpo.steps=3", "grpo.prompts_per_step=3",
+        "grpo.group_size=3", "generation.workers=1", "telemetry.engine_tracing=true",
+        "telemetry.engine_sample_ratio=1.0");
+    RavelCommand.Result r = ravel("diff", "it-trace-cli", "it-trace-cli-1w", "--runs-dir", runs.toString());
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).contains("A = it-trace-cli").contains("B = it-trace-cli-1w")
+        .contains("config keys that differ (1):").containsPattern("generation\\.workers\\s+A: 2\\s+B: 1");
+    for (String phase : List.of("step", "data_processing", "refit", "generation", "reward_calculation",
+        "policy_training")) {
+      assertThat(r.stdout()).as("phase %s", phase)
+          .containsPattern("(?m)^" + phase + "\\s+\\S+\\s+\\S+\\s+\\d+\\.\\d\\dx\\s+3/3$");
+    }
+    RavelCommand.Result missing = ravel("diff", "it-trace-cli", "no-such-run", "--runs-dir", runs.toString());
+    assertThat(missing.exitCode()).isEqualTo(1);
+    assertThat(missing.stderr()).contains("no run 'no-such-run'");
+  }
+
   /**
    * A run of a user's own actors has no GRPO steps: {@code ravel trace} lists its traces and draws the one
    * {@code --trace} names, as text and as HTML that Chromium loads without errors. The spans are written by this
