@@ -30,6 +30,7 @@ public final class RavelCli implements Runnable {
   }
 
   public static void main(String[] args) {
+    DriverLog.directStderr();
     DriverLog.install();
     System.exit(execute(args));
   }

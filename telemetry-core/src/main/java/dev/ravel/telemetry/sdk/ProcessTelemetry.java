@@ -42,6 +42,9 @@ import org.slf4j.LoggerFactory;
  * Every span is sampled ({@code rl.*} spans are never thinned); the engine samples its own spans.
  */
 public final class ProcessTelemetry implements AutoCloseable {
+  /** How a process's metrics file in the run folder starts: {@code metrics-<role>-<pid>.jsonl} (no spans in it). */
+  public static final String METRICS_FILE_PREFIX = "metrics-";
+
   private static final Logger LOG = LoggerFactory.getLogger(ProcessTelemetry.class);
 
   /**
@@ -116,7 +119,7 @@ public final class ProcessTelemetry implements AutoCloseable {
     this.spanFile = file;
     io.opentelemetry.sdk.metrics.SdkMeterProviderBuilder mp = SdkMeterProvider.builder().setResource(resource);
     if (config.enabled() && config.exporter().writesFiles()) {
-      Path metricsFile = config.runDir().resolve("metrics-" + role + "-" + ProcessHandle.current().pid() + ".jsonl");
+      Path metricsFile = config.runDir().resolve(METRICS_FILE_PREFIX + role + "-" + ProcessHandle.current().pid() + ".jsonl");
       mp.registerMetricReader(PeriodicMetricReader.builder(Exporters.jsonLinesMetrics(metricsFile))
           .setInterval(b.metricInterval).build());
     }

@@ -2,6 +2,7 @@ package dev.ravel.telemetry.traces;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -53,7 +54,9 @@ public final class RunTraces {
     List<String> problems = new ArrayList<>();
     try (Stream<Path> files = Files.list(runDir)) {
       for (Path f : files.filter(p -> p.toString().endsWith(".jsonl"))
-          .filter(p -> !List.of(STEP_LOG_FILE, SAMPLES_FILE).contains(p.getFileName().toString())).sorted()
+          .filter(p -> !List.of(STEP_LOG_FILE, SAMPLES_FILE).contains(p.getFileName().toString()))
+          // metrics files hold no spans, and a process may still be writing its last export when a run is read
+          .filter(p -> !p.getFileName().toString().startsWith(ProcessTelemetry.METRICS_FILE_PREFIX)).sorted()
           .toList()) {
         readFile(f, spans, problems);
       }

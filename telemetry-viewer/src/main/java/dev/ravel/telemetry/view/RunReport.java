@@ -1,6 +1,7 @@
 package dev.ravel.telemetry.view;
 
 import dev.ravel.telemetry.runs.RunRecord;
+import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import dev.ravel.telemetry.runs.StepRecord;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -501,14 +502,16 @@ public final class RunReport {
     List<EngineSeries> out = new ArrayList<>();
     List<Path> files;
     try (Stream<Path> s = Files.list(runDir)) {
-      files = s.filter(p -> p.getFileName().toString().startsWith("metrics-") && p.toString().endsWith(".jsonl"))
+      files = s.filter(p -> p.getFileName().toString().startsWith(ProcessTelemetry.METRICS_FILE_PREFIX)
+          && p.toString().endsWith(".jsonl"))
           .sorted().toList();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read " + runDir, e);
     }
     for (Path f : files) {
       String name = f.getFileName().toString();
-      EngineSeries series = new EngineSeries(name.substring("metrics-".length(), name.length() - ".jsonl".length()));
+      EngineSeries series = new EngineSeries(name.substring(ProcessTelemetry.METRICS_FILE_PREFIX.length(),
+          name.length() - ".jsonl".length()));
       forEachLine(f, problems, RunReport::tree, line -> point(line, series));
       if (!series.times.isEmpty()) {
         out.add(series);

@@ -88,6 +88,16 @@ final class RunTracesTest {
   }
 
   @Test
+  void readDir_metricsFileStillBeingWritten_isNoProblem() throws Exception {
+    // a process exporting its last metrics while the run is read: a torn last line, in a file without spans
+    Files.writeString(dir.resolve("metrics-reward_environment-7.jsonl"), "{\"resourceMetrics\":[]}\n{\"resourceMet");
+
+    RunTraces t = RunTraces.readDir(dir);
+
+    assertThat(t.problems()).isEmpty();
+  }
+
+  @Test
   void readDir_malformedIdsAreAProblemNotASpan() throws Exception {
     Files.writeString(dir.resolve("x.jsonl"), COLLECTOR_LINE.replace("EEE19B7EC3C1B174", "not-hex-at-all!!") + "\n");
 
