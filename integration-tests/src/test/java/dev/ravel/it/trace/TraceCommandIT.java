@@ -217,21 +217,29 @@ final class TraceCommandIT {
         + " (connection refused)");
   }
 
-  /** Two runs that differ in one key: {@code ravel diff} names that key alone and compares their phases. */
+  /**
+   * Two runs through {@code bin/ravel run} (each writes its run.json) that differ in one key: {@code ravel diff}
+   * names that key alone and compares their phases.
+   */
   @Test
   void diff_twoRunsThatDifferInOneKey_namesItAndComparesEveryPhase() throws Exception {
-    GrpoRuns.run(runs, "it-trace-cli-1w", "run.mode=sync", "grpo.steps=3", "grpo.prompts_per_step=3",
-        "grpo.group_size=3", "generation.workers=1", "telemetry.engine_tracing=true",
-        "telemetry.engine_sample_ratio=1.0");
-    RavelCommand.Result r = ravel("diff", "it-trace-cli", "it-trace-cli-1w", "--runs-dir", runs.toString());
+    Path example = Path.of(System.getProperty("ravel.home"), "examples", "grpo-sync.yaml");
+    for (String[] run : List.of(new String[] {"it-diff-a", "2"}, new String[] {"it-diff-b", "1"})) {
+      RavelCommand.Result made = RavelCommand.run(dev.ravel.it.support.SharedRayHead.env(), 600, "run",
+          example.toString(), "grpo.steps=3", "grpo.prompts_per_step=3", "grpo.group_size=3",
+          "generation.workers=" + run[1], "telemetry.run_id=" + run[0], "telemetry.runs_dir=" + runs);
+      assertThat(made.exitCode()).as(made.stderr()).isZero();
+    }
+    RavelCommand.Result r = ravel("diff", "it-diff-a", "it-diff-b", "--runs-dir", runs.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
-    assertThat(r.stdout()).contains("A = it-trace-cli").contains("B = it-trace-cli-1w")
+    assertThat(r.stdout()).contains("A = it-diff-a").contains("B = it-diff-b")
         .contains("config keys that differ (1):").containsPattern("generation\\.workers\\s+A: 2\\s+B: 1");
-    for (String phase : List.of("step", "data_processing", "refit", "generation", "reward_calculation",
-        "policy_training")) {
+    // every step has these phases; the first has no refit (its weights are the initial ones)
+    for (String phase : List.of("step", "data_processing", "generation", "reward_calculation", "policy_training")) {
       assertThat(r.stdout()).as("phase %s", phase)
           .containsPattern("(?m)^" + phase + "\\s+\\S+\\s+\\S+\\s+\\d+\\.\\d\\dx\\s+3/3$");
     }
+    assertThat(r.stdout()).containsPattern("(?m)^refit\\s+\\S+\\s+\\S+\\s+\\d+\\.\\d\\dx\\s+2/2$");
     RavelCommand.Result missing = ravel("diff", "it-trace-cli", "no-such-run", "--runs-dir", runs.toString());
     assertThat(missing.exitCode()).isEqualTo(1);
     assertThat(missing.stderr()).contains("no run 'no-such-run'");
