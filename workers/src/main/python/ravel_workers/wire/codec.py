@@ -11,10 +11,20 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 60
+_REPR.maxother = 60
+
+
+def _short(value: Any) -> str:
+    """A short repr of ``value`` for an error message: messages end up on spans, so values are not copied whole."""
+    return _REPR.repr(value)
 
 
 def to_wire(value: Any) -> Any:
@@ -91,11 +101,12 @@ def from_wire(tp: Any, value: Any) -> Any:
         fields = {f.name for f in dataclasses.fields(tp) if f.init}
         missing = [f for f in fields if f not in value]
         if missing:
-            raise ValueError(f"{tp.__name__}: field(s) {sorted(missing)} missing from {value!r}")
+            given = _short(sorted(value))
+            raise ValueError(f"{tp.__name__}: field(s) {sorted(missing)} missing (fields given: {given})")
         return tp(**{f: from_wire(hints.get(f, Any), value[f]) for f in fields})
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         if not isinstance(value, str) or value not in tp.__members__:
-            raise ValueError(f"{value!r} is not a member of {tp.__name__}")
+            raise ValueError(f"{_short(value)} is not a member of {tp.__name__}")
         return tp[value]
     if tp is bytes:
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -105,6 +116,6 @@ def from_wire(tp: Any, value: Any) -> Any:
         if tp is int and isinstance(value, float) and value.is_integer():
             return int(value)
         if not isinstance(value, tp) and not (tp is float and isinstance(value, int)):
-            raise ValueError(f"expected {tp.__name__}, got {value!r}")
+            raise ValueError(f"expected {tp.__name__}, got {_short(value)}")
         return tp(value)
     return value

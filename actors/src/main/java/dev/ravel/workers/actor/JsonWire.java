@@ -168,7 +168,8 @@ public final class JsonWire implements CrossLanguageCodec {
         expect(n.isArray(), n, type);
         Collection<Object> out = raw == Set.class ? new LinkedHashSet<>() : new ArrayList<>(n.size());
         n.forEach(x -> out.add(decode(x, targs[0])));
-        return raw == Set.class ? Set.copyOf(out) : java.util.Collections.unmodifiableList((List<Object>) out);
+        return raw == Set.class ? java.util.Collections.unmodifiableSet((Set<Object>) out)
+            : java.util.Collections.unmodifiableList((List<Object>) out);
       }
       if (raw == Map.class) {
         expect(n.isObject(), n, type);
@@ -209,17 +210,22 @@ public final class JsonWire implements CrossLanguageCodec {
       expect(n.isIntegralNumber() && n.canConvertToInt(), n, type);
       return n.asInt();
     }
-    if (c == short.class || c == Short.class || c == byte.class || c == Byte.class) {
-      expect(n.isIntegralNumber() && n.canConvertToInt(), n, type);
-      int v = n.asInt();
-      return c == short.class || c == Short.class ? (Object) (short) v : (Object) (byte) v;
+    if (c == short.class || c == Short.class) {
+      expect(n.isIntegralNumber() && n.canConvertToInt() && n.asInt() >= Short.MIN_VALUE
+          && n.asInt() <= Short.MAX_VALUE, n, type);
+      return (short) n.asInt();
+    }
+    if (c == byte.class || c == Byte.class) {
+      expect(n.isIntegralNumber() && n.canConvertToInt() && n.asInt() >= Byte.MIN_VALUE
+          && n.asInt() <= Byte.MAX_VALUE, n, type);
+      return (byte) n.asInt();
     }
     if (c == double.class || c == Double.class) {
       expect(n.isNumber(), n, type);
       return n.asDouble();
     }
     if (c == float.class || c == Float.class) {
-      expect(n.isNumber(), n, type);
+      expect(n.isNumber() && Float.isFinite((float) n.asDouble()), n, type);
       return (float) n.asDouble();
     }
     if (c.isEnum()) {
@@ -248,7 +254,8 @@ public final class JsonWire implements CrossLanguageCodec {
         String key = SpanNames.snakeCase(comps[i].getName());
         JsonNode v = n.get(key);
         if (v == null) {
-          throw new IllegalArgumentException(c.getName() + ": field \"" + key + "\" is missing from " + n);
+          throw new IllegalArgumentException(c.getName() + ": field \"" + key + "\" is missing (fields given: "
+              + abbreviate(String.join(", ", (Iterable<String>) n::fieldNames)) + ")");
         }
         try {
           values[i] = decode(v, comps[i].getGenericType());
@@ -262,7 +269,7 @@ public final class JsonWire implements CrossLanguageCodec {
         ctor.setAccessible(true);
         return ctor.newInstance(values);
       } catch (InvocationTargetException e) {
-        throw new IllegalArgumentException(c.getName() + " refused " + n + ": " + e.getCause().getMessage(),
+        throw new IllegalArgumentException(c.getName() + " refused its fields: " + e.getCause().getMessage(),
             e.getCause());
       } catch (ReflectiveOperationException e) {
         throw new IllegalArgumentException("cannot build " + c.getName(), e);
@@ -273,10 +280,13 @@ public final class JsonWire implements CrossLanguageCodec {
 
   private static void expect(boolean ok, JsonNode n, Type type) {
     if (!ok) {
-      String shown = n.toString();
-      throw new IllegalArgumentException("expected " + type.getTypeName() + ", got "
-          + (shown.length() > 80 ? shown.substring(0, 77) + "..." : shown));
+      throw new IllegalArgumentException("expected " + type.getTypeName() + ", got " + abbreviate(n.toString()));
     }
+  }
+
+  /** At most 80 characters of {@code s}: messages end up on spans, so values are not copied there whole. */
+  static String abbreviate(String s) {
+    return s.length() > 80 ? s.substring(0, 77) + "..." : s;
   }
 
   private static String typeName(Object o) {

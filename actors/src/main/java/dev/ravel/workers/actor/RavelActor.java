@@ -114,7 +114,7 @@ public abstract class RavelActor implements RavelRole {
       java.lang.reflect.Type[] types = t.method().getGenericParameterTypes();
       if (!a.isArray() || a.size() != types.length) {
         throw new IllegalArgumentException(role.name() + "." + t.method().getName() + " takes " + types.length
-            + " argument(s), got " + (a.isArray() ? a.size() + "" : "no JSON array") + ": " + abbreviate(args));
+            + " argument(s), got " + (a.isArray() ? a.size() + "" : "no JSON array"));
       }
       Object[] values = new Object[types.length];
       for (int i = 0; i < types.length; i++) {
@@ -137,10 +137,6 @@ public abstract class RavelActor implements RavelRole {
 
   private static final com.fasterxml.jackson.databind.ObjectMapper CALL_JSON =
       new com.fasterxml.jackson.databind.ObjectMapper();
-
-  private static String abbreviate(String s) {
-    return s == null ? "null" : s.length() > 120 ? s.substring(0, 117) + "..." : s;
-  }
 
   private static TraceCarrier carrierOf(String json) throws java.io.IOException {
     if (json == null || json.isBlank()) {
@@ -242,10 +238,16 @@ public abstract class RavelActor implements RavelRole {
     return new Target(m, traced, traced ? SpanNames.actorCall(role.spans(), m.getName()) : null);
   }
 
-  /** Whether an interface this actor implements (its role's, or {@link RavelRole}) declares {@code m}. */
+  /**
+   * Whether a role interface this actor implements (one annotated {@link ActorRole}, with what it extends, such as
+   * {@link RavelRole}) declares {@code m}: only role methods are callable from Python, not another interface's.
+   */
   private boolean declaredByAnInterface(Method m) {
     for (Class<?> c = getClass(); c != null; c = c.getSuperclass()) {
       for (Class<?> i : c.getInterfaces()) {
+        if (!i.isAnnotationPresent(ActorRole.class)) {
+          continue;
+        }
         try {
           i.getMethod(m.getName(), m.getParameterTypes());
           return true;

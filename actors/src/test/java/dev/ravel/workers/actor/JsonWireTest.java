@@ -70,7 +70,8 @@ final class JsonWireTest {
   @Test
   void decode_recordFieldMissing_namesTheRecordAndTheField() {
     assertThatThrownBy(() -> JsonWire.decode(JSON.readTree("{\"items\": []}"), Inner.class))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Inner: field \"counts\" is missing");
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Inner: field \"counts\" is missing")
+        .hasMessageContaining("(fields given: items)");
   }
 
   @Test
@@ -85,6 +86,19 @@ final class JsonWireTest {
     assertThatThrownBy(() -> encode(Map.of(1, "a"))).hasMessageContaining("map key of type java.lang.Integer");
     assertThatThrownBy(() -> encode(new StringBuilder())).hasMessageContaining("java.lang.StringBuilder has no JSON wire form");
   }
+
+  @Test
+  void decode_numberOutOfItsTypesRange_refusedNotTruncated() throws Exception {
+    assertThatThrownBy(() -> JsonWire.decode(JSON.readTree("70000"), short.class)).hasMessageContaining("expected short");
+    assertThatThrownBy(() -> JsonWire.decode(JSON.readTree("300"), Byte.class)).hasMessageContaining("expected");
+    assertThatThrownBy(() -> JsonWire.decode(JSON.readTree("1e39"), float.class)).hasMessageContaining("expected float");
+    assertThat(JsonWire.decode(JSON.readTree("-32768"), short.class)).isEqualTo((short) -32768);
+    assertThat(JsonWire.decode(JSON.readTree("[\"b\", null, \"a\"]"),
+        JsonWireTest.class.getDeclaredField("STRINGS").getGenericType())).asInstanceOf(
+            org.assertj.core.api.InstanceOfAssertFactories.ITERABLE).containsExactly("b", null, "a");
+  }
+
+  static final Set<String> STRINGS = Set.of();
 
   @Test
   void decode_enumStranger_namesTheEnum() {

@@ -24,27 +24,6 @@ final class DriverLog {
 
   private DriverLog() {}
 
-  /** The file (bin/ravel: {@code /proc/self/fd/3}, the terminal's stderr) the driver's own messages go to. */
-  static final String STDERR_PROPERTY = "ravel.stderr";
-
-  /**
-   * Points {@code System.err} at the stream bin/ravel named, when it named one that exists: the driver's own
-   * messages then reach the caller's stderr directly, while the process's stderr (Ray's native log lines) goes
-   * through bin/ravel's filter. Without this, a message printed just before exit could reach the caller after the
-   * process had ended (the filter is a process of its own), and a caller reading stderr at exit would miss it.
-   */
-  static void directStderr() {
-    String file = System.getProperty(STDERR_PROPERTY);
-    if (file == null || file.isBlank() || !java.nio.file.Files.exists(Path.of(file))) {
-      return;
-    }
-    try {
-      System.setErr(new PrintStream(new java.io.FileOutputStream(file, true), true, StandardCharsets.UTF_8));
-    } catch (java.io.IOException | SecurityException e) {
-      // the filter carries the messages, as before
-    }
-  }
-
   /** Installs the status listener when bin/ravel named a file; does nothing otherwise. */
   static void install() {
     String file = System.getProperty(PROPERTY);

@@ -30,7 +30,6 @@ public final class RavelCli implements Runnable {
   }
 
   public static void main(String[] args) {
-    DriverLog.directStderr();
     DriverLog.install();
     System.exit(execute(args));
   }

@@ -114,6 +114,9 @@ final class TraceCommand implements Callable<Integer> {
     }
     boolean tty = !plain && Terminal.colour();
     int w = width != null ? width : columns();
+    if (trace != null && trace.isBlank()) {
+      throw new dev.ravel.telemetry.config.ConfigException("--trace", "is blank: give a trace id or a prefix of one");
+    }
     if (trace != null || (run.steps().isEmpty() && !run.otherTraces().isEmpty())) {
       return otherTrace(run, w, tty);
     }
@@ -177,6 +180,11 @@ final class TraceCommand implements Callable<Integer> {
     return 0;
   }
 
+  /** {@code s} without control characters (a span name is data: it must not drive the terminal). */
+  private static String clean(String s) {
+    return s.replaceAll("\\p{Cntrl}", "?");
+  }
+
   /** The run's traces other than steps: root name, start, duration, spans, processes, errors, trace id. */
   static String traceList(RunView run) {
     StringBuilder sb = new StringBuilder();
@@ -187,7 +195,7 @@ final class TraceCommand implements Callable<Integer> {
     java.time.format.DateTimeFormatter time = java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss.SSS")
         .withZone(java.time.ZoneOffset.UTC);
     for (StepView v : run.otherTraces()) {
-      sb.append(String.format("  %-32s  %-12s  %8.1fms  %5d  %9d  %6d  %s%n", v.root().span().name(),
+      sb.append(String.format("  %-32s  %-12s  %8.1fms  %5d  %9d  %6d  %s%n", clean(v.root().span().name()),
           time.format(java.time.Instant.ofEpochSecond(0, v.startNanos())), v.durationNanos() / 1e6, v.nodes().size(),
           v.processes().size(), v.errorCount(), v.traceId()));
     }

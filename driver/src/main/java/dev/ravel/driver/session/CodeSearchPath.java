@@ -88,16 +88,32 @@ final class CodeSearchPath {
   }
 
   /**
-   * Whether {@code p} is an output of Ravel's own build at {@code home}: under a folder of {@code home} that holds
-   * a {@code pom.xml} (a module of Ravel's reactor), such as {@code workers/target/classes}. An application kept
-   * elsewhere under {@code home} (as {@code examples/java-app}) is not.
+   * Whether {@code p} is an output of Ravel's own build at {@code home}: under a module its root {@code pom.xml}
+   * lists, such as {@code workers/target/classes}. An application kept elsewhere under {@code home} (as
+   * {@code examples/java-app}, or a folder of its own with a {@code pom.xml}) is not.
    */
   static boolean ravelBuild(Path home, Path p) {
     if (!p.startsWith(home) || p.equals(home)) {
       return false;
     }
-    Path module = home.resolve(home.relativize(p).getName(0));
-    return Files.isRegularFile(module.resolve("pom.xml")) && Files.isRegularFile(home.resolve("pom.xml"));
+    return reactorModules(home).contains(home.relativize(p).getName(0).toString());
+  }
+
+  private static final java.util.regex.Pattern MODULE =
+      java.util.regex.Pattern.compile("<module>\\s*([^<\\s]+)\\s*</module>");
+
+  /** The modules Ravel's root {@code pom.xml} at {@code home} lists; none when it has none or cannot be read. */
+  static Set<String> reactorModules(Path home) {
+    Set<String> out = new java.util.HashSet<>();
+    try {
+      java.util.regex.Matcher m = MODULE.matcher(Files.readString(home.resolve("pom.xml")));
+      while (m.find()) {
+        out.add(m.group(1));
+      }
+    } catch (java.io.IOException e) {
+      // not a checkout (an installed Ravel): nothing under it is a module's output
+    }
+    return out;
   }
 
   /** Every entry, Ravel's first: what Ray's {@code ray.job.code-search-path} gets. */

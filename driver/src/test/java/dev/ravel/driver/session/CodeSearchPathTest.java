@@ -20,13 +20,16 @@ final class CodeSearchPathTest {
   /** A Ravel checkout: a reactor pom and a module with its build output, and the workers' jars. */
   private Path ravelHome() throws IOException {
     Path home = Files.createDirectories(dir.resolve("ravel"));
-    Files.writeString(home.resolve("pom.xml"), "<project/>");
+    Files.writeString(home.resolve("pom.xml"),
+        "<project><modules><module>workers</module>\n<module> driver </module></modules></project>");
     Files.createDirectories(home.resolve("workers/target/worker-lib"));
     Files.writeString(home.resolve("workers/pom.xml"), "<project/>");
     Files.createDirectories(home.resolve("driver/target/classes"));
     Files.writeString(home.resolve("driver/pom.xml"), "<project/>");
     Files.writeString(home.resolve("workers/target/workers-0.1.0-SNAPSHOT.jar"), "jar");
     Files.createDirectories(home.resolve("examples/app/target/classes"));
+    Files.createDirectories(home.resolve("my-app/target/classes"));
+    Files.writeString(home.resolve("my-app/pom.xml"), "<project/>"); // an application of its own, not a module
     return home;
   }
 
@@ -39,11 +42,12 @@ final class CodeSearchPathTest {
     Path rayJar = Files.writeString(dir.resolve("ray_dist.jar"), "jar");
     String cp = String.join(File.pathSeparator, app.toString(), home.resolve("driver/target/classes").toString(),
         lib.toString(), ravelJar.toString(), rayJar.toString(), dir.resolve("gone.jar").toString(),
-        home.resolve("examples/app/target/classes").toString());
+        home.resolve("examples/app/target/classes").toString(), home.resolve("my-app/target/classes").toString());
 
     List<Path> user = CodeSearchPath.userClasspath(cp, home, Set.of("workers-0.1.0-SNAPSHOT.jar"));
 
-    assertThat(user).containsExactly(app, lib, home.resolve("examples/app/target/classes"));
+    assertThat(user).containsExactly(app, lib, home.resolve("examples/app/target/classes"),
+        home.resolve("my-app/target/classes"));
   }
 
   @Test

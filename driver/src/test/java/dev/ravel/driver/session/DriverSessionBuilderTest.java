@@ -29,10 +29,14 @@ final class DriverSessionBuilderTest {
   }
 
   @Test
-  void start_codeSearchPathEntryMissing_refusedNamingItBeforeRayStarts() {
+  void start_codeSearchPathEntryMissing_refusedNamingItBeforeRayStarts() throws Exception {
+    // a checkout with the workers built (as RayHome finds them), so the check needs no real build
+    Path home = runs.resolve("ravel");
+    java.nio.file.Files.createDirectories(home.resolve("workers/target/worker-lib"));
+    java.nio.file.Files.writeString(home.resolve("workers/target/workers-0.1.0-SNAPSHOT.jar"), "jar");
     Path missing = runs.resolve("no-such.jar");
     assertThatThrownBy(() -> builder().codeSearchPath(List.of(missing)).classpathOnWorkers(false)
-        .env(java.util.Map.of("RAVEL_HOME", Path.of("").toAbsolutePath().getParent().toString())).start())
+        .env(java.util.Map.of("RAVEL_HOME", home.toString())).start())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("code search path: " + missing + " does not exist");
   }

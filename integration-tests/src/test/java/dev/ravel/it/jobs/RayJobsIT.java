@@ -10,6 +10,7 @@ import dev.ravel.driver.jobs.JobInfo;
 import dev.ravel.driver.jobs.JobNotFoundException;
 import dev.ravel.driver.jobs.JobStatus;
 import dev.ravel.driver.jobs.JobsClient;
+import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -23,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -68,26 +70,16 @@ final class RayJobsIT {
     }
   }
 
-  /** Runs {@code bin/ravel args} with the tests' clean environment; bounded. */
+  /**
+   * Runs {@code bin/ravel args} with the tests' clean environment; bounded. Its output is read to the end of each
+   * stream ({@link RavelCommand}): bin/ravel's stderr passes a filter process that may still be writing the driver's
+   * last line when the JVM has exited.
+   */
   static Cli ravel(Duration timeout, String... args) throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>(List.of(ravel.toString()));
-    cmd.addAll(List.of(args));
-    Path out = Files.createTempFile(tmp, "out", ".txt");
-    Path err = Files.createTempFile(tmp, "err", ".txt");
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
-    pb.environment().clear();
-    pb.environment().putAll(TestEnv.clean());
-    pb.environment().put("RAVEL_RAY_VENV", home.venv().toString());
-    Process p = pb.start();
-    try {
-      if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-        throw new AssertionError("'ravel " + String.join(" ", args) + "' did not end within " + timeout
-            + "; stderr:\n" + Files.readString(err));
-      }
-    } finally {
-      p.destroy();
-    }
-    return new Cli(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+    Map<String, String> env = new java.util.HashMap<>(TestEnv.clean());
+    env.put("RAVEL_RAY_VENV", home.venv().toString());
+    RavelCommand.Result r = RavelCommand.run(env, timeout.toSeconds(), args);
+    return new Cli(r.exitCode(), r.stdout(), r.stderr());
   }
 
   /** The GRPO run submitted as a job and followed to its end (once, for the tests that look at it). */
@@ -179,6 +171,11 @@ final class RayJobsIT {
       assertThat(client.waitFor(id, Duration.ofSeconds(30))).isEqualTo(JobStatus.STOPPED);
       assertThat(waiting.waitFor(30, TimeUnit.SECONDS)).as("the waiting CLI ended").isTrue();
       assertThat(waiting.exitValue()).as(Files.readString(err)).isEqualTo(3); // ExitCodes.STOPPED
+      // bin/ravel's stderr filter may write the last line just after the JVM ended: wait for it (bounded)
+      long lineDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (!Files.readString(err).contains("job " + id + " STOPPED") && System.nanoTime() < lineDeadline) {
+        Thread.sleep(100);
+      }
       assertThat(Files.readString(err)).contains("job " + id + " STOPPED");
       assertThat(client.stop(id)).as("stop of a stopped job").isFalse();
       assertThat(client.delete(id)).isTrue();

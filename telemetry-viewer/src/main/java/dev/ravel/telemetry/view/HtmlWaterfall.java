@@ -83,7 +83,9 @@ public final class HtmlWaterfall {
     SpanRecord root = step.root().span();
 
     StringBuilder h = new StringBuilder(32 * 1024 + step.spanCount() * 600);
-    String title = root.service() + ": " + root.name() + " step " + step.step();
+    // a trace that is not a GRPO step (RunView.otherTraces) has no step number, phases, goodput or rollouts
+    boolean grpo = step.isGrpoStep();
+    String title = root.service() + ": " + root.name() + (grpo ? " step " + step.step() : " trace");
     h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
         .append("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ")
         .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n")
@@ -96,8 +98,8 @@ public final class HtmlWaterfall {
     // header
     h.append("<header class=\"trace-header\">\n<h1><span class=\"root-service\">").append(Fmt.html(root.service()))
         .append("</span>: <span class=\"root-operation\">").append(Fmt.html(root.name())).append("</span>")
-        .append("<span class=\"step-badge\">step ").append(step.step())
-        .append(step.mode().isEmpty() ? "" : " &middot; " + Fmt.html(step.mode())).append("</span></h1>\n")
+        .append(grpo ? "<span class=\"step-badge\">step " + step.step()
+            + (step.mode().isEmpty() ? "" : " &middot; " + Fmt.html(step.mode())) + "</span>" : "").append("</h1>\n")
         .append("<dl class=\"trace-meta\">\n");
     if (run != null && !run.runId().isEmpty()) {
       meta(h, "run-id", "Run", run.runId(), true);
@@ -113,13 +115,25 @@ public final class HtmlWaterfall {
     meta(h, "depth", "Depth", Integer.toString(step.depth()), false);
     meta(h, "span-count", "Total spans", Integer.toString(step.spanCount()), false);
     meta(h, "errors", "Errors", Integer.toString(step.errorCount()), false);
-    meta(h, "consumed", "Consumed rollouts", Integer.toString(step.consumedRollouts().size()), false);
+    if (grpo) {
+      meta(h, "consumed", "Consumed rollouts", Integer.toString(step.consumedRollouts().size()), false);
+    }
     if (run != null) {
       meta(h, "unconnected", "Unconnected spans in run", Integer.toString(run.unconnected().size()), false);
     }
     h.append("</dl>\n</header>\n");
 
     // phase split and goodput
+    if (grpo) {
+      summary(h, model);
+    }
+
+    // legend and controls
+    legendAndControls(h, model, assets, step, run, grpo);
+    return h.toString();
+  }
+
+  private static void summary(StringBuilder h, WaterfallModel model) {
     h.append("<section class=\"summary\">\n<div class=\"phases\"><div class=\"summary-title\">Phases</div>")
         .append("<div class=\"stack\">");
     StringBuilder phaseLegend = new StringBuilder();
@@ -144,8 +158,10 @@ public final class HtmlWaterfall {
           .append(g.name()).append(' ').append(Fmt.percent(g.share())).append("</span> ");
     }
     h.append("</div><div class=\"stack-legend\">").append(gpLegend).append("</div></div>\n</section>\n");
+  }
 
-    // legend and controls
+  private static void legendAndControls(StringBuilder h, WaterfallModel model, WaterfallAssets assets, StepView step,
+      RunView run, boolean grpo) {
     h.append("<ul class=\"legend\">\n");
     for (WaterfallModel.Process p : model.processes()) {
       h.append("<li class=\"legend-item\" data-process=\"").append(Fmt.html(p.name()))
@@ -183,12 +199,13 @@ public final class HtmlWaterfall {
     h.append("</div>\n");
 
     // consumed rollouts
-    consumed(h, step);
+    if (grpo) {
+      consumed(h, step);
+    }
 
     h.append("<script type=\"application/json\" id=\"trace-data\">")
         .append(Fmt.scriptJson(json(model, run)))
         .append("</script>\n<script>\n").append(assets.js()).append("</script>\n</body>\n</html>\n");
-    return h.toString();
   }
 
   private static void meta(StringBuilder h, String key, String label, String value, boolean mono) {

@@ -281,6 +281,14 @@ public final class StepView {
     return MISSING_SOURCE.equals(s.source()) && MISSING_SPAN_NAME.equals(s.name());
   }
 
+  /**
+   * {@return whether the root is a GRPO step ({@code rl.grpo.step}); otherwise a trace of another kind (a user's own
+   * actors, {@link RunView#otherTraces}), drawn without step number, phases, goodput or rollouts}
+   */
+  public boolean isGrpoStep() {
+    return root.span().name().equals(RunView.STEP_ROOT);
+  }
+
   /** The step number: the root's {@code rl.step} attribute, -1 when it has none. */
   public long step() {
     return step;

@@ -97,7 +97,7 @@ public final class TerminalWaterfall {
 
     // header
     // a trace that is not a GRPO step (RunView.otherTraces) has no step number, phases or goodput
-    boolean grpo = step.step() >= 0;
+    boolean grpo = step.isGrpoStep();
     String title = paint.p(Fmt.clean(root.service()) + ": " + Fmt.clean(root.name()), BOLD) + (grpo ? "  step "
         + step.step() + (step.mode().isEmpty() ? "" : " (" + Fmt.clean(step.mode()) + ")") : "");
     out.add(title);

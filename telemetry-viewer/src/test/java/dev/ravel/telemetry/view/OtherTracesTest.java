@@ -41,5 +41,14 @@ final class OtherTracesTest {
     assertThat(text).contains("app.pipeline").contains("rl.front.relay").contains("rl.echo.echo")
         .doesNotContain("step -1").doesNotContain("phases:").doesNotContain("goodput:")
         .doesNotContain("consumed rollouts");
+    String html = new HtmlWaterfall().render(pipeline, RunView.of(spans()));
+    assertThat(html).contains("data-span-name=\"app.pipeline\"").contains(": app.pipeline trace</title>")
+        .doesNotContain("class=\"step-badge\"").doesNotContain("class=\"phase-seg\"")
+        .doesNotContain("class=\"consumed-rollouts\"");
+    // a GRPO step keeps its parts
+    StepView step = RunView.of(spans()).steps().get(0);
+    assertThat(step.isGrpoStep()).isTrue();
+    assertThat(new HtmlWaterfall().render(step, RunView.of(spans()))).contains("class=\"step-badge\"")
+        .contains("class=\"phase-seg\"").contains("class=\"consumed-rollouts\"");
   }
 }
