@@ -161,7 +161,7 @@ final class TraceCommand implements Callable<Integer> {
             + " with --trace TRACE_ID");
         return 1;
       }
-      System.out.print(traceList(run));
+      System.out.print(TerminalWaterfall.renderTraces(run));
       return 0;
     }
     List<StepView> found = run.otherTraces().stream().filter(v -> v.traceId().startsWith(trace)).toList();
@@ -178,28 +178,6 @@ final class TraceCommand implements Callable<Integer> {
     }
     System.out.print(new TerminalWaterfall().render(view, w, tty, expand));
     return 0;
-  }
-
-  /** {@code s} without control characters (a span name is data: it must not drive the terminal). */
-  private static String clean(String s) {
-    return s.replaceAll("\\p{Cntrl}", "?");
-  }
-
-  /** The run's traces other than steps: root name, start, duration, spans, processes, errors, trace id. */
-  static String traceList(RunView run) {
-    StringBuilder sb = new StringBuilder();
-    sb.append("run ").append(run.runId()).append(": ").append(run.otherTraces().size())
-        .append(" trace(s), no GRPO steps (draw one: --trace TRACE_ID)\n\n");
-    sb.append(String.format("  %-32s  %-12s  %10s  %5s  %9s  %6s  %s%n", "root", "start (UTC)", "duration", "spans",
-        "processes", "errors", "trace"));
-    java.time.format.DateTimeFormatter time = java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss.SSS")
-        .withZone(java.time.ZoneOffset.UTC);
-    for (StepView v : run.otherTraces()) {
-      sb.append(String.format("  %-32s  %-12s  %8.1fms  %5d  %9d  %6d  %s%n", clean(v.root().span().name()),
-          time.format(java.time.Instant.ofEpochSecond(0, v.startNanos())), v.durationNanos() / 1e6, v.nodes().size(),
-          v.processes().size(), v.errorCount(), v.traceId()));
-    }
-    return sb.toString();
   }
 
   /** The completions step {@code number} kept, from the run folder's {@code samples.jsonl}. */

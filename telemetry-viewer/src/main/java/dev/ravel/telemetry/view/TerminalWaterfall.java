@@ -348,6 +348,29 @@ public final class TerminalWaterfall {
   // ---------------------------------------------------------------- the run
 
   /**
+   * The traces of a run without GRPO steps ({@link RunView#otherTraces}), one line each: root name, start (UTC),
+   * duration, spans, processes, errors, trace id.
+   *
+   * @param run the run
+   * @return the list, ending in a newline
+   */
+  public static String renderTraces(RunView run) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("run ").append(Fmt.clean(run.runId())).append(": ").append(run.otherTraces().size())
+        .append(" trace(s), no GRPO steps (draw one: --trace TRACE_ID)\n\n");
+    sb.append(String.format("  %-32s  %-12s  %10s  %5s  %9s  %6s  %s%n", "root", "start (UTC)", "duration", "spans",
+        "processes", "errors", "trace"));
+    java.time.format.DateTimeFormatter time = java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss.SSS")
+        .withZone(java.time.ZoneOffset.UTC);
+    for (StepView v : run.otherTraces()) {
+      sb.append(String.format("  %-32s  %-12s  %8.1fms  %5d  %9d  %6d  %s%n", Fmt.clean(v.root().span().name()),
+          time.format(java.time.Instant.ofEpochSecond(0, v.startNanos())), v.durationNanos() / 1e6, v.spanCount(),
+          v.processes().size(), v.errorCount(), v.traceId()));
+    }
+    return sb.toString();
+  }
+
+  /**
    * One line per step: step number, duration, errors, goodput (productive/overhead/idle/wasted), phase split
    * as shares of the step's duration; lines wrap, indented, when the width is too small. A leading {@code !}
    * marks steps with errors. Then the unconnected spans ({@link RunView#unconnected()}) with their process,

@@ -35,6 +35,17 @@ final class OtherTracesTest {
   }
 
   @Test
+  void renderTraces_oneLinePerTraceWithCleanNames() {
+    List<dev.ravel.telemetry.traces.SpanRecord> spans = new ArrayList<>(spans());
+    spans.add(span(TestSpans.tid(0x79), 1, 0, "evil\u001b[2Jname", 300, 302).build());
+    String text = TerminalWaterfall.renderTraces(RunView.of(spans));
+    assertThat(text).contains("3 trace(s), no GRPO steps").contains(PIPELINE).contains(SECOND)
+        .contains("evil?[2Jname").doesNotContain("\u001b");
+    assertThat(text.lines().filter(l -> l.contains("app.pipeline"))).singleElement().asString()
+        .containsPattern("app\\.pipeline\\s+\\S+\\s+100\\.0ms\\s+3\\s+3\\s+1\\s+" + PIPELINE);
+  }
+
+  @Test
   void render_traceThatIsNoStep_hasNoStepNumberPhasesOrRollouts() {
     StepView pipeline = RunView.of(spans()).otherTraces().get(0);
     String text = new TerminalWaterfall().render(pipeline, 120, false);
