@@ -375,8 +375,13 @@ final class LocalRayHeadTest {
     }
   }
 
+  /**
+   * Whether the recorded process still runs. A zombie has ended (as LocalRayHead and ProcessIdentity count it): a
+   * killed process whose parent died waits for init to reap it, which on a loaded machine takes a moment, and
+   * ProcessHandle.isAlive would still call it alive.
+   */
   private boolean alive(String name) {
     long pid = recordedPid(name).orElseThrow(() -> new AssertionError("no " + name + " recorded"));
-    return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    return dev.ravel.telemetry.process.ProcessIdentity.of(pid).isPresent();
   }
 }
