@@ -243,6 +243,39 @@ final class TraceCommandIT {
     RavelCommand.Result missing = ravel("diff", "it-trace-cli", "no-such-run", "--runs-dir", runs.toString());
     assertThat(missing.exitCode()).isEqualTo(1);
     assertThat(missing.stderr()).contains("no run 'no-such-run'");
+
+    // the same two runs overlaid: ravel report A B, read in Chromium
+    Path html = Path.of(System.getProperty("ravel.home"), "integration-tests", "target", "report-it-diff-a-vs-b.html");
+    RavelCommand.Result report = ravel("report", "it-diff-a", "it-diff-b", "--runs-dir", runs.toString(), "--html",
+        html.toString());
+    assertThat(report.exitCode()).as(report.stderr()).isZero();
+    assertThat(report.stdout()).contains("2 runs: it-diff-a, it-diff-b; 1 config keys differ");
+    ChromeDriver browser = chromium();
+    try {
+      browser.get(html.toUri().toString());
+      assertThat(browser.findElements(By.cssSelector("#run-legend .run-entry")).stream()
+          .map(e -> e.getText().trim())).containsExactly("it-diff-a", "it-diff-b");
+      List<WebElement> keys = browser.findElements(By.cssSelector("#config-diff tr.config-key"));
+      assertThat(keys).hasSize(1);
+      assertThat(keys.get(0).findElements(By.tagName("td")).stream().map(e -> e.getText().trim()))
+          .containsExactly("generation.workers", "2", "1");
+      for (String curve : List.of("chart-reward", "chart-kl", "chart-loss", "chart-grad-norm", "chart-entropy",
+          "chart-length", "chart-step-time", "chart-tokens")) {
+        List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
+        assertThat(points.stream().map(p -> p.getAttribute("data-series")).distinct()).as(curve)
+            .containsExactly("it-diff-a", "it-diff-b");
+        for (String id : List.of("it-diff-a", "it-diff-b")) {
+          assertThat(points.stream().filter(p -> id.equals(p.getAttribute("data-series")))
+              .map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve + " of " + id).containsExactly(1L, 2L, 3L);
+        }
+        assertThat(browser.findElements(By.cssSelector("#" + curve + " polyline.line"))).as(curve).hasSize(2);
+      }
+      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+      assertThat(errors).isEmpty();
+    } finally {
+      browser.quit();
+    }
   }
 
   /**

@@ -81,17 +81,31 @@ public final class RunDiff {
     }
     List<Change> changes = new ArrayList<>();
     if (configA != null && configB != null) {
-      Set<String> keys = new TreeSet<>(configA.keySet());
-      keys.addAll(configB.keySet());
-      for (String k : keys) {
-        Object va = configA.get(k);
-        Object vb = configB.get(k);
-        if (!k.equals(RUN_ID_KEY) && !Objects.equals(String.valueOf(va), String.valueOf(vb))) {
-          changes.add(new Change(k, va, vb));
-        }
+      for (String k : differingKeys(List.of(configA, configB))) {
+        changes.add(new Change(k, configA.get(k), configB.get(k)));
       }
     }
     return new RunDiff(idA, idB, rows, changes, configA != null && configB != null);
+  }
+
+  /**
+   * The keys of any of {@code configs} whose values are not the same in all of them (a missing key counts as a
+   * value), sorted, the run id left out: what tells runs apart. Values compare by their text.
+   */
+  static List<String> differingKeys(List<Map<String, Object>> configs) {
+    Set<String> keys = new TreeSet<>();
+    configs.forEach(c -> keys.addAll(c.keySet()));
+    List<String> out = new ArrayList<>();
+    for (String k : keys) {
+      if (k.equals(RUN_ID_KEY)) {
+        continue;
+      }
+      String first = String.valueOf(configs.get(0).get(k));
+      if (configs.stream().anyMatch(c -> !Objects.equals(first, String.valueOf(c.get(k))))) {
+        out.add(k);
+      }
+    }
+    return out;
   }
 
   private static Row row(String phase, List<Long> a, List<Long> b) {

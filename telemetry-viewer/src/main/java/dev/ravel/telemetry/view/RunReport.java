@@ -124,6 +124,11 @@ public final class RunReport {
     return runId;
   }
 
+  /** {@return the run's resolved configuration (its run.json), null when it has none} */
+  Map<String, Object> config() {
+    return summary == null ? null : summary.config();
+  }
+
   /** The steps the report draws (one point per step on every curve). */
   public int stepCount() {
     return steps.size();
@@ -432,7 +437,7 @@ public final class RunReport {
         .append(Fmt.html(value)).append("</dd>\n");
   }
 
-  private static void chart(StringBuilder h, String id, String title) {
+  static void chart(StringBuilder h, String id, String title) {
     h.append("<figure class=\"chart-box\"><figcaption>").append(Fmt.html(title)).append("</figcaption>")
         .append("<svg class=\"chart\" id=\"").append(id).append("\" viewBox=\"0 0 640 240\" role=\"img\"")
         .append(" aria-label=\"").append(Fmt.html(title)).append("\"></svg></figure>\n");

@@ -76,7 +76,7 @@
   }
 
   /** Line chart; series: [{name, color, points: [[x, y, step]], band: [[x, lo, hi]]}]. */
-  function lines(id, series, xLabel, integerX) {
+  function lines(id, series, xLabel, integerX, noLegend) {
     var svg = document.getElementById(id);
     var xs = [], ys = [];
     series.forEach(function (s) {
@@ -101,7 +101,7 @@
         title(c, s.name + (p[2] !== undefined ? " step " + p[2] : " t=" + fmt(p[0]) + " s") + ": " + fmt(p[1]));
       });
     });
-    if (series.length > 1) {
+    if (series.length > 1 && !noLegend) {
       series.forEach(function (s, i) {
         var g = el("g", {"class": "legend-entry"}, svg);
         el("rect", {x: M.l + 8 + i * 170, y: 4, width: 10, height: 10, fill: s.color || PALETTE[i % PALETTE.length]}, g);
@@ -227,6 +227,35 @@
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text();
   }
+
+  /**
+   * Several runs (data.runs, from RunOverlay): every chart has one series per run, named by its run id and
+   * coloured as its entry in the page's legend (#run-legend), on the step axis.
+   */
+  function overlay() {
+    var runs = data.runs;
+    var color = function (i) { return PALETTE[i % PALETTE.length]; };
+    Array.prototype.forEach.call(document.querySelectorAll("#run-legend .run-entry"), function (li) {
+      li.querySelector(".swatch").style.background = color(Number(li.getAttribute("data-index")));
+    });
+    function perRun(key) {
+      return runs.map(function (r, i) {
+        var pts = [];
+        r.steps.forEach(function (s) { if (typeof s[key] === "number") { pts.push([s.step, s[key], s.step]); } });
+        return {name: r.id, color: color(i), points: pts, band: null};
+      });
+    }
+    [["chart-reward", "reward_mean"], ["chart-kl", "kl"], ["chart-loss", "loss"], ["chart-grad-norm", "grad_norm"],
+      ["chart-learning-rate", "learning_rate"], ["chart-entropy", "entropy"], ["chart-eval", "eval_reward"],
+      ["chart-length", "length_mean"], ["chart-lag", "lag_mean"], ["chart-step-time", "step_s"],
+      ["chart-tokens", "tokens_per_s"]].forEach(function (c) {
+      var series = perRun(c[1]).filter(function (s) { return s.points.length > 0; });
+      if (series.length === 0) { empty(document.getElementById(c[0]), "no data in these runs"); return; }
+      lines(c[0], series, "step", true, true);
+    });
+    window.ravelReport = {data: data};
+  }
+  if (data.runs) { overlay(); return; }
 
   lines("chart-reward", [stepSeries("reward", "reward_mean", "#4e79a7", "reward_std")], "step", true);
   lines("chart-kl", [stepSeries("kl", "kl", "#b07aa1")], "step", true);
