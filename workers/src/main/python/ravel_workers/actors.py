@@ -9,6 +9,7 @@ thread-safe, so they may run as threaded actors (``max_concurrency > 1``).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import io
 import json
@@ -18,7 +19,7 @@ import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,6 +71,17 @@ class _Engine(Protocol):
     def close(self) -> None: ...
 
 
+@contextlib.contextmanager
+def refit_stage(telemetry: ProcessTelemetry, name: str, size: int) -> Iterator[trace.Span]:
+    """A refit stage's span (``rl.refit.*`` with ``rl.refit.bytes``) under the current context when the refit
+    span group is on; a non-recording span otherwise."""
+    if not telemetry.refit_spans:
+        yield trace.INVALID_SPAN
+        return
+    with telemetry.tracer.start_as_current_span(name, attributes={names.REFIT_BYTES: size}) as span:
+        yield span
+
+
 def _spec(spec: str | bytes | dict[str, Any]) -> dict[str, Any]:
     return json.loads(spec) if isinstance(spec, (str, bytes)) else dict(spec)
 
@@ -110,8 +122,12 @@ class GenerationWorkerImpl(RoleActor):
 
     @role_method()
     def update_weights(self, blob: bytes) -> int:
-        """Loads a weights blob (the resolved object reference) between batches; returns its version."""
-        return self.engine.update_weights(blob)
+        """Loads a weights blob (the resolved object reference) between batches; returns its version.
+
+        The load is the refit stage ``rl.refit.load`` (its bytes the blob's); the blob's fetch from the object
+        store is Ray's resolution of the argument, done before this method (and its span) starts."""
+        with refit_stage(self.telemetry, names.REFIT_LOAD, len(blob)):
+            return self.engine.update_weights(blob)
 
     @role_method(traced=False)
     def engine_stats(self) -> EngineStats:
@@ -312,7 +328,9 @@ class PolicyTrainerImpl(RoleActor):
         """The current version and its weights blob (serialised once per version)."""
         with self._lock:
             if self._blob is None or self._blob[0] != self.version:
-                self._blob = (self.version, policy.weights_blob(self.model, self.version))
+                with refit_stage(self.telemetry, names.REFIT_GATHER, 0) as stage:
+                    self._blob = (self.version, policy.weights_blob(self.model, self.version))
+                    stage.set_attribute(names.REFIT_BYTES, len(self._blob[1]))
             return self._blob
 
     @role_method(traced=False, raw_result=True)

@@ -121,6 +121,8 @@ class _Counts:
     generation_tokens: int = 0
     spans_kept: int = 0
     spans_sampled_out: int = 0
+    queue_nanos: int = 0
+    queue_count: int = 0
 
 
 def _cache_kwarg(model: torch.nn.Module) -> str:
@@ -185,6 +187,9 @@ class TransformersEngine:
         self._update_lock = threading.Lock()
         self._closed = False
         self._counts = _Counts()
+        # the load integrated over time (under _cond): since, last accrual, running, waiting and KV token seconds
+        self._load_since = self._load_at = time.monotonic_ns()
+        self._load = [0.0, 0.0, 0.0]
         self._thread = threading.Thread(target=self._loop, name="ravel-engine", daemon=True)
         self._thread.start()
 
@@ -205,6 +210,7 @@ class TransformersEngine:
                 for s in seqs:
                     self._finish(s, "abort", "the engine is closed")
             else:
+                self._accrue()
                 self._waiting.extend(seqs)
                 self._cond.notify_all()
         results: list[GenerationResult] = []
@@ -235,6 +241,7 @@ class TransformersEngine:
 
     def stats(self) -> EngineStats:
         with self._cond:
+            self._accrue()
             c = self._counts
             return EngineStats(finished=dict(c.finished), preemptions=0, running=len(self._running),
                                waiting=len(self._waiting),
@@ -242,7 +249,21 @@ class TransformersEngine:
                                                   for s in self._running),
                                kv_token_budget=self.max_running_requests * self.max_positions,
                                prompt_tokens=c.prompt_tokens, generation_tokens=c.generation_tokens,
-                               spans_kept=c.spans_kept, spans_sampled_out=c.spans_sampled_out)
+                               spans_kept=c.spans_kept, spans_sampled_out=c.spans_sampled_out,
+                               queue_nanos=c.queue_nanos, queue_count=c.queue_count,
+                               load_seconds=(self._load_at - self._load_since) / 1e9, running_seconds=self._load[0],
+                               waiting_seconds=self._load[1], kv_token_seconds=self._load[2])
+
+    def _accrue(self) -> None:
+        """Adds the running and waiting counts and the KV tokens held, times the seconds since the last change
+        (under ``_cond``, before each change)."""
+        now = time.monotonic_ns()
+        dt = (now - self._load_at) / 1e9
+        if dt > 0:
+            self._load[0] += len(self._running) * dt
+            self._load[1] += len(self._waiting) * dt
+            self._load[2] += sum(len(s.request.prompt_tokens) + len(s.completion) for s in self._running) * dt
+            self._load_at = now
 
     def close(self) -> None:
         """Stops the engine thread after its batch; queued requests finish with ``abort``."""
@@ -269,6 +290,7 @@ class TransformersEngine:
                 update, self._update = self._update, None
                 batch: list[_Sequence] = []
                 if update is None:
+                    self._accrue()
                     while self._waiting and len(batch) < self.max_running_requests:
                         batch.append(self._waiting.popleft())
                     self._running = list(batch)  # a request leaves it when it finishes
@@ -283,6 +305,7 @@ class TransformersEngine:
                     self._finish(s, "error", f"{type(e).__name__}: {e}")
             finally:
                 with self._cond:
+                    self._accrue()
                     self._running = []
 
     def _apply(self, update: _WeightUpdate) -> None:
@@ -399,8 +422,12 @@ class TransformersEngine:
                 LOG.warning("could not record the llm_request span of %s: %s", s.request.request_id, e)
         with self._cond:
             if s in self._running:  # so that stats never count a finished request as running
+                self._accrue()
                 self._running.remove(s)
             c = self._counts
+            if s.scheduled:
+                c.queue_nanos += max(0, s.scheduled - s.arrival)
+                c.queue_count += 1
             c.finished[reason] += 1
             c.prompt_tokens += stats.prompt_tokens
             c.generation_tokens += stats.completion_tokens

@@ -37,6 +37,9 @@ ENGINE_SCOPE: Final[str] = CONTRACT["scopes"]["engine"]
 
 #: The engine's per-request span (vLLM's name).
 LLM_REQUEST: Final[str] = CONTRACT["spans"]["llm_request"]
+#: Refit stages a Python actor opens (Java ``SpanNames``): the trainer's gather-and-serialise, an engine's load.
+REFIT_GATHER: Final[str] = CONTRACT["refit_spans"]["REFIT_GATHER"]
+REFIT_LOAD: Final[str] = CONTRACT["refit_spans"]["REFIT_LOAD"]
 #: Role spans are ``<prefix><spans>.<method>``, as ``RavelActor`` names them.
 ROLE_SPAN_PREFIX: Final[str] = CONTRACT["spans"]["role_span_prefix"]
 
@@ -68,6 +71,7 @@ ACTOR_ROLE: Final[str] = _ROLE["ACTOR_ROLE"]
 ACTOR_METHOD: Final[str] = _ROLE["ACTOR_METHOD"]
 REWARD_FUNCTION: Final[str] = _ROLE["REWARD_FUNCTION"]
 REWARD_FAILED: Final[str] = _ROLE["REWARD_FAILED"]
+REFIT_BYTES: Final[str] = _ROLE["REFIT_BYTES"]
 
 # resource attributes every process carries (Java RavelAttributes)
 RUN_ID: Final[str] = _RESOURCE["RUN_ID"]

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from ravel_workers import actors, policy
+from ravel_workers import actors, names, policy
 from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
 from ravel_workers.wire import ModelConfig
 
-from support import TINY_MODEL, call, carrier, request, spans_of, trainer_spec, worker_spec
+from support import TINY_MODEL, TRACEPARENT, call, carrier, request, spans_of, trainer_spec, worker_spec
 
 
 @pytest.fixture
@@ -74,6 +74,31 @@ def test_update_weights_from_a_trainer_blob(worker, trainer):
     assert call(worker.update_weights, {"$ref": 0}, refs=(blob,)) == 1
     r = call(worker.generate, [request("x", [1, 10, 1, 12])])[0]
     assert r["weight_version"] == 1
+
+
+def test_refit_stages_gather_and_load_are_spans_with_the_blobs_bytes(worker, trainer):
+    call(trainer.train, batch_of(worker, [[3, 10, 4, 12]]))
+    blob = trainer.weights(carrier(), "[]")
+    assert trainer.weights(carrier(), "[]") == blob  # serialised once per version: one gather span
+    call(worker.update_weights, {"$ref": 0}, refs=(blob,), carrier=carrier())
+    gathers = [s for s in spans_of(trainer.telemetry) if s["name"] == names.REFIT_GATHER]
+    assert [int(g["_attributes"][names.REFIT_BYTES]) for g in gathers] == [len(blob)]
+    assert gathers[0]["parentSpanId"] == TRACEPARENT.split("-")[2]  # under the caller's refit
+    spans = {s["name"]: s for s in spans_of(worker.telemetry)}
+    load = spans[names.REFIT_LOAD]
+    assert int(load["_attributes"][names.REFIT_BYTES]) == len(blob)
+    assert load["parentSpanId"] == spans["rl.worker.update_weights"]["spanId"]
+
+
+def test_refit_stages_are_not_opened_when_the_refit_group_is_off(make_telemetry):
+    t = make_telemetry("generation_worker", preset="default")
+    w = GenerationWorkerImpl(worker_spec(), telemetry=t)
+    tr = PolicyTrainerImpl(json.dumps(trainer_spec()), telemetry=make_telemetry("policy_trainer", preset="default"))
+    try:
+        call(w.update_weights, {"$ref": 0}, refs=(tr.weights(carrier(), "[]"),), carrier=carrier())
+        assert not [s for s in spans_of(t) + spans_of(tr.telemetry) if s["name"].startswith("rl.refit.")]
+    finally:
+        w.close()
 
 
 def test_trainer_starts_from_the_workers_weights_and_logprobs_agree(worker, trainer):
@@ -201,7 +226,8 @@ def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
         blob_ref = t.weights.remote(c, "[]")
         assert json.loads(ray.get(w.update_weights.remote(c, json.dumps([{"$ref": 0}]), blob_ref), timeout=600)) == 0
         stats = json.loads(ray.get(w.flush_telemetry.remote(c, "[60000]"), timeout=600))  # the flush returns when done
-        assert stats["ended"] == 9 and stats["exported"] == 9
+        # 8 generate_async, update_weights and its refit stage rl.refit.load
+        assert stats["ended"] == 10 and stats["exported"] == 10
         files = list((tmp_path / "runs" / "ray-test").glob("traces-generation_worker-*.jsonl"))
         resource = json.loads(files[0].read_text().splitlines()[0])["resourceSpans"][0]["resource"]["attributes"]
         values = {a["key"]: a["value"].get("stringValue") for a in resource}

@@ -14,7 +14,7 @@ from ravel_workers.engine import TransformersEngine, sample_tokens
 from ravel_workers.grpo import completion_logprobs
 from ravel_workers.names import CONTRACT
 from ravel_workers.role import extract_carrier
-from ravel_workers.wire import GenerationRequest, ModelConfig, SamplingParams
+from ravel_workers.wire import EngineStats, GenerationRequest, ModelConfig, SamplingParams
 
 from support import TRACEPARENT, carrier, spans_of
 
@@ -178,6 +178,23 @@ def test_concurrent_submits_are_batched_and_reproducible(engine):
     s = engine.stats()
     assert s.finished["stop"] + s.finished["length"] == 32 and s.running == 0 and s.waiting == 0
     assert s.kv_token_budget == 64 * 16
+
+
+def test_stats_count_queue_time_and_integrate_the_load(engine):
+    before = engine.stats()
+    reqs = [req(f"q{i}", [i % 5, 10, 2, 12], 4, 1.0, seed=i) for i in range(12)]
+    results = engine.submit(reqs)
+    after = engine.stats()
+    assert after.queue_count - before.queue_count == 12
+    assert after.queue_nanos - before.queue_nanos == sum(
+        r.stats.scheduled_epoch_nanos - r.stats.arrival_epoch_nanos for r in results)
+    seconds = after.load_seconds - before.load_seconds
+    running = after.running_seconds - before.running_seconds
+    assert seconds > 0 and running > 0  # the batch ran for some time between the two snapshots
+    assert running <= 12 * seconds + 1e-9  # never more than the 12 requests at once
+    kv = after.kv_token_seconds - before.kv_token_seconds
+    assert 0 < kv <= 12 * 16 * seconds + 1e-9  # at most 12 sequences of 16 positions held
+    assert EngineStats.from_wire(after.to_wire()) == after  # the floats cross the wire as floats
 
 
 def test_weight_update_applies_between_batches(engine):

@@ -53,7 +53,8 @@ def test_result_keys_are_the_contract():
                                    "prompt_tokens", "completion_tokens"]
     assert set(json.loads(wire.encode_result(VALUES[6]))) == {
         "finished", "preemptions", "running", "waiting", "kv_tokens_used", "kv_token_budget", "prompt_tokens",
-        "generation_tokens", "spans_kept", "spans_sampled_out"}
+        "generation_tokens", "spans_kept", "spans_sampled_out", "queue_nanos", "queue_count", "load_seconds",
+        "running_seconds", "waiting_seconds", "kv_token_seconds"}
 
 
 def test_lists_and_scalars_encode():

@@ -205,6 +205,11 @@ class ProcessTelemetry:
         return self.settings.is_on("worker")
 
     @property
+    def refit_spans(self) -> bool:
+        """Whether the REFIT span group is on (the refit's stage spans ``rl.refit.*`` are opened)."""
+        return self.settings.is_on("refit")
+
+    @property
     def engine_tracing(self) -> bool:
         """Whether the engine emits ``llm_request`` spans."""
         return self.settings.engine_tracing

@@ -276,6 +276,15 @@ class EngineStats:
     generation_tokens: int = 0
     spans_kept: int = 0
     spans_sampled_out: int = 0
+    #: summed arrival-to-first-scheduling nanoseconds of the finished requests that were scheduled, and their count
+    queue_nanos: int = 0
+    queue_count: int = 0
+    #: the load integrated over ``load_seconds`` of the engine's life: running and waiting requests and KV tokens
+    #: held, each times seconds (Java ``EngineStats.loadSeconds`` and the others)
+    load_seconds: float = 0.0
+    running_seconds: float = 0.0
+    waiting_seconds: float = 0.0
+    kv_token_seconds: float = 0.0
 
     def to_wire(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -284,7 +293,8 @@ class EngineStats:
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> EngineStats:
-        kw = {f.name: int(d.get(f.name, 0)) for f in dataclasses.fields(cls) if f.name != "finished"}
+        kw: dict[str, Any] = {f.name: (float if f.type in (float, "float") else int)(d.get(f.name, 0))
+                              for f in dataclasses.fields(cls) if f.name != "finished"}
         return cls(finished={r: int(d.get("finished", {}).get(r, 0)) for r in FINISH_REASONS}, **kw)
 
 

@@ -48,6 +48,8 @@ final class GrpoActors {
   private static final long READY_TIMEOUT_MS = 600_000L;
   /** The most generate calls a collector keeps in flight. */
   private static final int MAX_COLLECTOR_IN_FLIGHT = 64;
+  /** The longest a step end waits for the engines' counters, all workers together. */
+  private static final long ENGINE_READ_TIMEOUT_MS = 5_000L;
 
   final List<RavelActorHandle<GenerationWorker>> workers;
   /** The reward environments ({@code reward.workers}), each scoring a share of every batch. */
@@ -66,6 +68,8 @@ final class GrpoActors {
   private final ObjectStore store;
   /** The weights the workers serve (their object in the object store), null before the first refit. */
   private ObjectRef<?> served;
+  /** Where the driver's refit stage ({@code rl.refit.put}) goes; no-op in tests that build actors by hand. */
+  private dev.ravel.telemetry.spans.Spans spans = dev.ravel.telemetry.spans.Spans.noop();
 
   GrpoActors(List<RavelActorHandle<GenerationWorker>> workers, RavelActorHandle<RewardEnvironment> reward,
       RavelActorHandle<PolicyTrainer> trainer, RavelActorHandle<ReplayBuffer> buffer,
@@ -171,6 +175,7 @@ final class GrpoActors {
     GrpoActors actors = new GrpoActors(workers, rewards, trainers, buffer, collector,
         new Failover(session.spans(), settings.maxRestarts(), workers, rewards, settings.restartWaitMs()),
         ObjectStore.RAY);
+    actors.spans = session.spans();
     actors.awaitReady();
     actors.formTrainerGroup();
     actors.failover.recordProcesses();
@@ -301,7 +306,12 @@ final class GrpoActors {
     if (update.weights() == null) {
       return refitFromTrainer(update.version());
     }
-    return load(store.put(Payload.of(update.weights())), update.version());
+    ObjectRef<?> ref;
+    try (var s = spans.start(dev.ravel.telemetry.config.SpanGroup.REFIT, dev.ravel.telemetry.spans.SpanNames.REFIT_PUT)) {
+      s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_BYTES, update.weights().byteSize());
+      ref = store.put(Payload.of(update.weights()));
+    }
+    return load(ref, update.version());
   }
 
   /** Has every worker load the trainer's current weights, version {@code version}; returns the actor calls made. */
@@ -328,6 +338,25 @@ final class GrpoActors {
   /** The object the workers' current weights are in; null before the first refit. */
   ObjectRef<?> servedWeights() {
     return served;
+  }
+
+  /**
+   * Each generation worker's engine counters in worker order, null for a worker that could not be read (its process
+   * died or is being restarted): a reading for telemetry, which never fails a step.
+   */
+  List<EngineStats> engineStatsByWorker() {
+    List<RavelRef<EngineStats>> refs = new ArrayList<>();
+    workers.forEach(w -> refs.add(w.call(GenerationWorker::engineStats)));
+    List<EngineStats> out = new ArrayList<>();
+    long deadline = System.nanoTime() + ENGINE_READ_TIMEOUT_MS * 1_000_000L;
+    for (RavelRef<EngineStats> r : refs) {
+      try { // a worker being restarted answers after its restart: the step does not wait for that
+        out.add(r.get(Math.max(1, (deadline - System.nanoTime()) / 1_000_000L)));
+      } catch (RuntimeException e) {
+        out.add(null);
+      }
+    }
+    return out;
   }
 
   /**

@@ -89,6 +89,9 @@ public final class GrpoRun {
     long serving = resume == null ? initial.version() : resume.weightVersion();
     actors = GrpoActors.create(session, settings, initial, resume, eos);
     nodesAtStart = aliveNodes();
+    if (session.config().enabled()) {
+      steps.readEngines(actors::engineStatsByWorker); // the engines over each step, in its line of steps.jsonl
+    }
     TrainPhase train = new TrainPhase(actors.trainers, settings, session.config().runDir(), resolvedConfig, eos);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed

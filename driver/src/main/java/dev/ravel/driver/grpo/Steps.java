@@ -23,6 +23,10 @@ final class Steps {
   private volatile dev.ravel.workers.model.ModelWeights lastWeights;
   /** Null: steps are not logged (tests of the loops). */
   private final StepLog log;
+  /** Each generation worker's engine counters (null for one not read); null: the engines are not read. */
+  private java.util.function.Supplier<List<dev.ravel.workers.engine.EngineStats>> engines;
+  private final EngineWindow engineWindow = new EngineWindow();
+  private boolean engineWarned;
 
   /**
    * @param runContext the span current when the run started (a submitted job's {@code rl.job.run}), which
@@ -58,6 +62,29 @@ final class Steps {
    */
   static long number(int step) {
     return step + 1L;
+  }
+
+  /**
+   * Reads the generation engines' counters at the end of every step from {@code engines} (one reading per worker,
+   * null for one that could not be read), starting now: each step's line then has the engines over it.
+   */
+  void readEngines(java.util.function.Supplier<List<dev.ravel.workers.engine.EngineStats>> engines) {
+    this.engines = engines;
+    engineWindow.start(readEngines());
+  }
+
+  /** The engines' counters now; an empty list when they cannot be read (logged once: telemetry never fails a step). */
+  private List<dev.ravel.workers.engine.EngineStats> readEngines() {
+    try {
+      return engines.get();
+    } catch (RuntimeException e) {
+      if (!engineWarned) {
+        engineWarned = true;
+        org.slf4j.LoggerFactory.getLogger(Steps.class).warn(
+            "the generation engines' counters could not be read; steps go on without them ({})", e.toString());
+      }
+      return List.of();
+    }
   }
 
   /** A clock for one step's phases. */
@@ -101,7 +128,8 @@ final class Steps {
         rewards(t.batch()),
         // the policy the step trained is the version before its update
         StepRecord.Lag.of(t.outcome().version() - 1,
-            t.batch().stream().map(dev.ravel.workers.grpo.Trajectory::weightVersion).toList(), bufferDepth, inFlight));
+            t.batch().stream().map(dev.ravel.workers.grpo.Trajectory::weightVersion).toList(), bufferDepth, inFlight),
+        engines == null ? null : engineWindow.next(readEngines()));
     s.set(RavelAttributes.REWARD_MEAN, m.rewardMean())
         .set(RavelAttributes.NUM_TRAJECTORIES, (long) m.trajectories())
         .set(RavelAttributes.DROPPED_TRAJECTORIES, (long) m.droppedForAge())

@@ -57,6 +57,13 @@ final class BatchScheduler {
   private volatile int publishedWaiting;
   private volatile int publishedKvUsed;
   private volatile int peakRunning;
+  // the published counts integrated over time since the scheduler started (guarded by loadLock)
+  private final Object loadLock = new Object();
+  private final long loadSince;
+  private long loadAt;
+  private double runningSeconds;
+  private double waitingSeconds;
+  private double kvTokenSeconds;
 
   /** A scheduler serving {@code model}; {@code clock} gives epoch nanoseconds. */
   BatchScheduler(EngineConfig config, LanguageModel model, RequestTelemetry telemetry, LongSupplier clock) {
@@ -68,6 +75,8 @@ final class BatchScheduler {
     this.servedVersion = model.version();
     this.telemetry = telemetry;
     this.clock = clock;
+    this.loadSince = clock.getAsLong();
+    this.loadAt = loadSince;
   }
 
   /** Serves the next steps with {@code next} (any thread; the caller has checked its vocabulary). */
@@ -114,7 +123,11 @@ final class BatchScheduler {
 
   /** Publishes the waiting count as the queue plus {@code arriving} requests about to be queued. */
   void publishWaiting(int arriving) {
-    publishedWaiting = waiting.size() + arriving;
+    long now = clock.getAsLong();
+    synchronized (loadLock) {
+      accrue(now);
+      publishedWaiting = waiting.size() + arriving;
+    }
   }
 
   /**
@@ -171,11 +184,36 @@ final class BatchScheduler {
 
   /** Publishes the running and waiting counts and the KV tokens used, for snapshots and gauges. */
   void publish() {
-    publishedRunning = running.size();
-    publishedWaiting = waiting.size();
-    publishedKvUsed = kvUsed;
+    long now = clock.getAsLong();
+    synchronized (loadLock) {
+      accrue(now);
+      publishedRunning = running.size();
+      publishedWaiting = waiting.size();
+      publishedKvUsed = kvUsed;
+    }
     if (running.size() > peakRunning) {
       peakRunning = running.size();
+    }
+  }
+
+  /** Adds the published counts times the time since the last change (guarded by loadLock). */
+  private void accrue(long now) {
+    if (now <= loadAt) {
+      return;
+    }
+    double dt = (now - loadAt) / 1e9;
+    runningSeconds += publishedRunning * dt;
+    waitingSeconds += publishedWaiting * dt;
+    kvTokenSeconds += publishedKvUsed * dt;
+    loadAt = now;
+  }
+
+  /** {@return {seconds since the scheduler started, running, waiting and KV tokens each integrated over them}} */
+  double[] load() {
+    long now = clock.getAsLong();
+    synchronized (loadLock) {
+      accrue(now);
+      return new double[] {Math.max(0, loadAt - loadSince) / 1e9, runningSeconds, waitingSeconds, kvTokenSeconds};
     }
   }
 

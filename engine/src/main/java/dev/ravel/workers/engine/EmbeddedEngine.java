@@ -237,9 +237,11 @@ public final class EmbeddedEngine implements AutoCloseable {
 
   /** The engine's counters and current load. */
   public EngineStats snapshot() {
+    long[] queue = telemetry.queue();
     return new EngineStats(telemetry.finishedCounts(), telemetry.preemptions(), scheduler.publishedRunning(),
         loop.waitingNow(), scheduler.publishedKvUsed(), config.kvTokenBudget(), telemetry.promptTokens(),
-        telemetry.generationTokens(), telemetry.spansKept(), telemetry.spansSampledOut());
+        telemetry.generationTokens(), telemetry.spansKept(), telemetry.spansSampledOut(), queue[0], queue[1],
+        scheduler.load());
   }
 
   /**

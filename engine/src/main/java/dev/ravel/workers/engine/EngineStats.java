@@ -23,9 +23,29 @@ public final class EngineStats implements Serializable {
   private final long generationTokens;
   private final long spansKept;
   private final long spansSampledOut;
+  private final long queueNanos;
+  private final long queueCount;
+  private final double loadSeconds;
+  private final double runningSeconds;
+  private final double waitingSeconds;
+  private final double kvTokenSeconds;
 
   EngineStats(long[] finished, long preemptions, int running, int waiting, int kvTokensUsed, int kvTokenBudget,
       long promptTokens, long generationTokens, long spansKept, long spansSampledOut) {
+    this(finished, preemptions, running, waiting, kvTokensUsed, kvTokenBudget, promptTokens, generationTokens,
+        spansKept, spansSampledOut, 0, 0, new double[4]);
+  }
+
+  /** @param load {loadSeconds, runningSeconds, waitingSeconds, kvTokenSeconds} */
+  EngineStats(long[] finished, long preemptions, int running, int waiting, int kvTokensUsed, int kvTokenBudget,
+      long promptTokens, long generationTokens, long spansKept, long spansSampledOut, long queueNanos,
+      long queueCount, double[] load) {
+    this.queueNanos = queueNanos;
+    this.queueCount = queueCount;
+    this.loadSeconds = load[0];
+    this.runningSeconds = load[1];
+    this.waitingSeconds = load[2];
+    this.kvTokenSeconds = load[3];
     this.finished = finished.clone();
     this.preemptions = preemptions;
     this.running = running;
@@ -58,8 +78,30 @@ public final class EngineStats implements Serializable {
     private long generationTokens;
     private long spansKept;
     private long spansSampledOut;
+    private long queueNanos;
+    private long queueCount;
+    private final double[] load = new double[4];
 
     private Builder() {}
+
+    /** Summed arrival-to-first-scheduling time of the finished requests that were scheduled, and their count. */
+    public Builder queue(long nanos, long count) {
+      this.queueNanos = nanos;
+      this.queueCount = count;
+      return this;
+    }
+
+    /**
+     * The time integrals of the load since the engine started: over {@code seconds} of the engine's life,
+     * running requests times seconds, waiting requests times seconds and KV tokens held times seconds.
+     */
+    public Builder load(double seconds, double running, double waiting, double kvTokens) {
+      load[0] = seconds;
+      load[1] = running;
+      load[2] = waiting;
+      load[3] = kvTokens;
+      return this;
+    }
 
     public Builder finished(FinishReason reason, long count) {
       finished[reason.ordinal()] = count;
@@ -112,8 +154,16 @@ public final class EngineStats implements Serializable {
       nonNegative("generationTokens", generationTokens);
       nonNegative("spansKept", spansKept);
       nonNegative("spansSampledOut", spansSampledOut);
+      nonNegative("queueNanos", queueNanos);
+      nonNegative("queueCount", queueCount);
+      String[] names = {"loadSeconds", "runningSeconds", "waitingSeconds", "kvTokenSeconds"};
+      for (int i = 0; i < load.length; i++) {
+        if (!(load[i] >= 0) || Double.isInfinite(load[i])) {
+          throw new IllegalArgumentException(names[i] + ": must be a finite number of at least 0 (got " + load[i] + ")");
+        }
+      }
       return new EngineStats(finished, preemptions, running, waiting, kvTokensUsed, kvTokenBudget, promptTokens,
-          generationTokens, spansKept, spansSampledOut);
+          generationTokens, spansKept, spansSampledOut, queueNanos, queueCount, load.clone());
     }
 
     private static void nonNegative(String field, long value) {
@@ -190,11 +240,46 @@ public final class EngineStats implements Serializable {
     return spansSampledOut;
   }
 
+  /** Summed arrival-to-first-scheduling time of the finished requests that were scheduled, nanoseconds. */
+  public long queueNanos() {
+    return queueNanos;
+  }
+
+  /** The finished requests summed in {@link #queueNanos()}. */
+  public long queueCount() {
+    return queueCount;
+  }
+
+  /**
+   * The seconds of the engine's life the load integrals cover ({@link #runningSeconds()} and the others); 0 for
+   * an engine that does not measure them (an inference server read over HTTP). The mean number of running
+   * requests between two snapshots is the difference of their {@link #runningSeconds()} over the difference of
+   * their {@code loadSeconds()}.
+   */
+  public double loadSeconds() {
+    return loadSeconds;
+  }
+
+  /** Running requests integrated over time (request-seconds). */
+  public double runningSeconds() {
+    return runningSeconds;
+  }
+
+  /** Waiting requests integrated over time (request-seconds). */
+  public double waitingSeconds() {
+    return waitingSeconds;
+  }
+
+  /** KV tokens held integrated over time (token-seconds). */
+  public double kvTokenSeconds() {
+    return kvTokenSeconds;
+  }
+
   @Override
   public String toString() {
     return "EngineStats{finished=" + requestsFinished() + ", preemptions=" + preemptions + ", running=" + running
         + ", waiting=" + waiting + ", kv=" + kvTokensUsed + "/" + kvTokenBudget + ", promptTokens=" + promptTokens
         + ", generationTokens=" + generationTokens + ", spansKept=" + spansKept + ", spansSampledOut="
-        + spansSampledOut + "}";
+        + spansSampledOut + ", queue=" + queueNanos + "ns/" + queueCount + ", load=" + loadSeconds + "s}";
   }
 }

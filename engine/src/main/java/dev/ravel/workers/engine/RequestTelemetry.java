@@ -38,6 +38,8 @@ final class RequestTelemetry {
 
   private final AtomicLongArray finished = new AtomicLongArray(FinishReason.values().length);
   private final AtomicLong preemptions = new AtomicLong();
+  /** {summed arrival-to-scheduling nanoseconds, count} of the finished requests that were scheduled. */
+  private final long[] queue = new long[2];
   private final AtomicLong promptTokens = new AtomicLong();
   private final AtomicLong generationTokens = new AtomicLong();
   private final AtomicLong spansKept = new AtomicLong();
@@ -102,6 +104,13 @@ final class RequestTelemetry {
     return preemptions.get();
   }
 
+  /** {@return {summed arrival-to-scheduling nanoseconds, count} of the finished requests that were scheduled} */
+  long[] queue() {
+    synchronized (queue) {
+      return queue.clone();
+    }
+  }
+
   long promptTokens() {
     return promptTokens.get();
   }
@@ -156,6 +165,12 @@ final class RequestTelemetry {
       LOG.warn("could not record the metrics of {}", s.request.requestId(), e);
     }
     finished.incrementAndGet(reason.ordinal());
+    if (s.scheduled != 0) {
+      synchronized (queue) {
+        queue[0] += Math.max(0, s.scheduled - s.arrival);
+        queue[1]++;
+      }
+    }
     promptTokens.addAndGet(s.promptLength);
     generationTokens.addAndGet(completion);
     s.future.complete(GenerationResult.builder()

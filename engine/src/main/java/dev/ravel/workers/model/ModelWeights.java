@@ -76,6 +76,11 @@ public final class ModelWeights implements Serializable {
     return params;
   }
 
+  /** {@return the parameters' size in bytes (4 per float): what a refit moves} */
+  public long byteSize() {
+    return (long) params.length * Float.BYTES;
+  }
+
   /**
    * The SHA-256 of the parameters (each float's IEEE 754 bits, big-endian, in order), in hex: two runs whose
    * weights are bit-identical have the same digest, whatever their version.

@@ -93,6 +93,24 @@ final class BatchSchedulerTest {
   }
 
   @Test
+  void load_integratesThePublishedCountsOverTheTimeTheyHeld() {
+    AtomicLong at = new AtomicLong(5_000_000_000L);
+    EngineConfig config = config().kvTokenBudget(10).build();
+    EngineMetrics metrics = new EngineMetrics(OpenTelemetry.noop().getMeter("test"), config.modelName());
+    BatchScheduler scheduler = new BatchScheduler(config, endless(1),
+        new RequestTelemetry(config, OpenTelemetry.noop().getTracer("test"), metrics, at::get), at::get);
+
+    at.addAndGet(1_000_000_000L); // a second idle: nothing running, nothing accrues
+    scheduler.step(List.of(sequence("a", 4, 3), sequence("b", 4, 3))); // both admitted: 2 running, 10 KV tokens
+    at.addAndGet(2_000_000_000L);
+
+    assertThat(scheduler.load()).containsExactly(3.0, 4.0, 0.0, 20.0); // 2 s of 2 requests holding 10 tokens
+    at.addAndGet(500_000_000L);
+    assertThat(scheduler.load()[0]).isEqualTo(3.5); // a later read goes on from the last
+    assertThat(scheduler.load()[1]).isEqualTo(5.0);
+  }
+
+  @Test
   void step_maxRunningRequests_admitsTheFirstInArrivalOrder() {
     BatchScheduler scheduler = scheduler(config().maxRunningRequests(2).build(), endless(1));
     Sequence a = sequence("a", 3, 5);

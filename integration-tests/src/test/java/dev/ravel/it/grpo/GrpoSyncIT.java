@@ -103,6 +103,21 @@ final class GrpoSyncIT {
         assertThat(refit.parentSpanId()).isEqualTo(root.spanId());
         assertThat(byName.get("rl.worker.update_weights")).hasSize(WORKERS)
             .allSatisfy(u -> assertThat(u.parentSpanId()).isEqualTo(refit.spanId()));
+        // its stages: the driver puts the weights in the object store once, each worker fetches and loads them,
+        // every stage with the weights' bytes (4 per parameter of the run's TinyLm)
+        long bytes = 4L * dev.ravel.workers.model.ModelSpec.tiny(dev.ravel.workers.model.CharTokenizer.arithmetic()
+            .vocabSize()).toBuilder().hiddenDim(run.config().get(dev.ravel.driver.config.Keys.JAVA_HIDDEN))
+            .embedDim(run.config().get(dev.ravel.driver.config.Keys.JAVA_EMBED)).build().parameterCount();
+        SpanRecord put = only(byName, "rl.refit.put");
+        assertThat(put.parentSpanId()).isEqualTo(refit.spanId());
+        assertThat(put.attributes()).containsEntry("rl.refit.bytes", bytes);
+        List<String> updates = byName.get("rl.worker.update_weights").stream().map(SpanRecord::spanId).toList();
+        for (String stage : List.of("rl.refit.fetch", "rl.refit.load")) {
+          assertThat(byName.get(stage)).as(stage).hasSize(WORKERS).allSatisfy(x -> {
+            assertThat(updates).contains(x.parentSpanId());
+            assertThat(x.attributes()).containsEntry("rl.refit.bytes", bytes);
+          });
+        }
       }
     }
   }

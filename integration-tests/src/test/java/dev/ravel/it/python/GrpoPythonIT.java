@@ -84,6 +84,17 @@ final class GrpoPythonIT {
       assertThat(u.role()).isEqualTo("generation_worker");
       assertThat(quality.hasAncestor(u, a -> a.name().equals("rl.grpo.refit"))).isTrue();
     });
+    // its stages: the trainer gathers and serialises each version once, each worker loads the same bytes
+    List<SpanRecord> gathers = traces.named("rl.refit.gather");
+    assertThat(gathers).isNotEmpty().allSatisfy(g -> {
+      assertThat(g.role()).isEqualTo("policy_trainer");
+      assertThat(quality.hasAncestor(g, a -> a.name().equals("rl.grpo.refit"))).isTrue();
+    });
+    Set<Object> blobSizes = gathers.stream().map(g -> g.attributes().get("rl.refit.bytes")).collect(Collectors.toSet());
+    assertThat(traces.named("rl.refit.load")).hasSize(updates.size()).allSatisfy(l -> {
+      assertThat(byId.get(l.parentSpanId()).name()).isEqualTo("rl.worker.update_weights");
+      assertThat(blobSizes).contains(l.attributes().get("rl.refit.bytes"));
+    });
     // the last step's checkpoint: the Python trainer's weights file, completed by its checkpoint.json
     java.io.File[] ckpts = runDir.resolve("checkpoints").toFile().listFiles();
     assertThat(ckpts).isNotEmpty().allSatisfy(d -> assertThat(d.list()).contains("checkpoint.json")

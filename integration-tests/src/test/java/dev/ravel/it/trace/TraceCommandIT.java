@@ -437,6 +437,12 @@ final class TraceCommandIT {
       assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");
       assertThat(browser.findElements(By.cssSelector("#chart-engine-queue .point"))).as("engine queue series")
           .isNotEmpty();
+      // the refit panel: steps 2 and 3 refit (the first serves the initial weights), each with its whole time
+      // and the stages of the Java path: put (driver), fetch and load (the slowest worker's)
+      List<WebElement> refit = browser.findElements(By.cssSelector("#chart-refit .point"));
+      assertThat(refit.stream().map(p -> p.getAttribute("data-series")).distinct())
+          .containsExactlyInAnyOrder("refit (whole)", "put", "fetch", "load");
+      assertThat(refit).hasSize(8).allSatisfy(p -> assertThat(p.getAttribute("data-step")).isIn("2", "3"));
       List<WebElement> rows = browser.findElements(By.cssSelector("tr.step-row"));
       assertThat(rows).hasSize(3);
 

@@ -59,7 +59,7 @@ public final class RavelAttributes {
   public static final AttributeKey<Long> POLICY_LAG_MAX = AttributeKey.longKey("rl.policy_lag.max");
   /** On {@code rl.grpo.step}: the mean policy lag of the step's trajectories, in weight versions. */
   public static final AttributeKey<Double> POLICY_LAG_MEAN = AttributeKey.doubleKey("rl.policy_lag.mean");
-  /** Bytes of weights a refit stage moved (on {@code rl.refit.transfer} and {@code rl.refit.load}). */
+  /** Bytes of weights a refit stage moved (on every {@code rl.refit.*} stage that moves weights). */
   public static final AttributeKey<Long> REFIT_BYTES = AttributeKey.longKey("rl.refit.bytes");
   /** How a refit's weights travel ({@code ravel-file}: a weights file the servers read). */
   public static final AttributeKey<String> REFIT_TRANSPORT = AttributeKey.stringKey("rl.refit.transport");

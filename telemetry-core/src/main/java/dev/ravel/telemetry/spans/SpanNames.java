@@ -11,11 +11,24 @@ public final class SpanNames {
   public static final String GRPO_DATA_PROCESSING = "rl.grpo.data_processing";
   public static final String GRPO_REFIT = "rl.grpo.refit";
   /**
-   * The stages of a generation worker's weight update over vLLM's native protocol, children of its
-   * {@code rl.worker.update_weights}: the weights written where the servers read them ({@code rl.refit.bytes}),
-   * every server paused ({@code rl.refit.pause_mode}), the update loaded (start, update, finish on every server),
-   * every server resumed.
+   * The stages of a refit ({@code rl.grpo.refit}), each with the bytes it moved ({@code rl.refit.bytes}) where it
+   * moves any; which exist depends on the path (docs/design.md, "Inside a refit"):
+   * <ul>
+   *   <li>{@link #REFIT_GATHER}: the Python trainer gathers its weights and serialises them (once per version);
+   *   <li>{@link #REFIT_PUT}: the driver puts a Java trainer's weights in Ray's object store;
+   *   <li>{@link #REFIT_FETCH}: a Java generation worker takes them from the object store (a Python worker's
+   *       fetch is Ray's resolution of the call's argument, before its span starts);
+   *   <li>over vLLM's native protocol, children of the worker's {@code rl.worker.update_weights}: the weights
+   *       written where the servers read them ({@link #REFIT_TRANSFER}), every server paused ({@link #REFIT_PAUSE},
+   *       {@code rl.refit.pause_mode}), the update loaded (start, update, finish on every server,
+   *       {@link #REFIT_LOAD}), every server resumed ({@link #REFIT_RESUME});
+   *   <li>{@link #REFIT_LOAD} on an embedded engine (Java or Python): the weights swapped in between two engine
+   *       iterations (the wait for that boundary included).
+   * </ul>
    */
+  public static final String REFIT_GATHER = "rl.refit.gather";
+  public static final String REFIT_PUT = "rl.refit.put";
+  public static final String REFIT_FETCH = "rl.refit.fetch";
   public static final String REFIT_TRANSFER = "rl.refit.transfer";
   public static final String REFIT_PAUSE = "rl.refit.pause";
   public static final String REFIT_LOAD = "rl.refit.load";

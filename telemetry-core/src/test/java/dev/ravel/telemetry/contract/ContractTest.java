@@ -75,6 +75,13 @@ final class ContractTest {
   }
 
   @Test
+  void refitSpans_areSpanNamesConstants() throws Exception {
+    Map<String, String> contract = section("refit_spans");
+    assertThat(contract).isNotEmpty();
+    assertThat(constants(SpanNames.class, contract.keySet())).isEqualTo(contract);
+  }
+
+  @Test
   void spanGroupsPresetsAndExporters_areTheEnumsInOrder() {
     assertThat(strings(Contract.section("span_groups")))
         .containsExactlyElementsOf(Arrays.stream(SpanGroup.values()).map(SpanGroup::configName).toList());

@@ -35,11 +35,30 @@ import java.util.Map;
  *     before they were recorded)
  * @param lag how old the step's trajectories were and how full the async pipeline was ({@code null} in lines
  *     written before it was recorded)
+ * @param engine the generation engines over the step ({@code null} where they were not read: telemetry off, lines
+ *     written before it was recorded)
  */
 public record StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
     double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
     long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
-    Eval eval, Update update, Rewards rewards, Lag lag) {
+    Eval eval, Update update, Rewards rewards, Lag lag, Engine engine) {
+  /**
+   * The generation engines between the previous step's end and this one's, summed over the generation workers:
+   * one point per step of what the engines' metrics show per export. Read from each worker's engine counters
+   * ({@code EngineStats}) at the step's end; a value an engine does not measure is {@code null}.
+   *
+   * @param requests requests the engines finished
+   * @param queueTimeMean mean seconds from a request's arrival to its first scheduling, over the requests
+   *     scheduled ({@code null} when none was)
+   * @param preemptions evictions from a running batch
+   * @param runningMean requests running, time-weighted mean over the interval, summed over the engines
+   *     ({@code null} where an engine does not measure its load: an inference server read over HTTP)
+   * @param waitingMean requests waiting, the same way
+   * @param kvUsageMean share of the KV token budget held, time-weighted mean, averaged over the engines
+   */
+  public record Engine(long requests, Double queueTimeMean, long preemptions, Double runningMean,
+      Double waitingMean, Double kvUsageMean) {}
+
   /**
    * Policy lag: how many weight versions behind the policy the step trained each trajectory was sampled (the
    * oldest version that sampled one of its tokens), and how full the async pipeline was as the step ended.
@@ -127,7 +146,7 @@ public record StepRecord(int step, String mode, double rewardMean, double reward
       double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
       long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId) {
     this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
-        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null, null, null);
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, null, null, null, null, null, null);
   }
 
   /** A step recorded without its lag (lines written before it was). */
@@ -136,14 +155,30 @@ public record StepRecord(int step, String mode, double rewardMean, double reward
       long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
       Eval eval, Update update, Rewards rewards) {
     this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
-        weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, eval, update, rewards, null);
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, eval, update, rewards, null, null);
+  }
+
+  /** A step recorded without the engines' figures. */
+  public StepRecord(int step, String mode, double rewardMean, double rewardStd, double kl, double loss,
+      double clipFraction, long tokens, double tokensPerSecond, double stepSeconds, Map<String, Double> phases,
+      long weightVersion, int trajectories, int droppedForAge, long rayCalls, String traceId, Completions completions,
+      Eval eval, Update update, Rewards rewards, Lag lag) {
+    this(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond, stepSeconds, phases,
+        weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, eval, update, rewards, lag, null);
+  }
+
+  /** This step with the engines' figures over it. */
+  public StepRecord withEngine(Engine e) {
+    return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
+        stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, eval, update,
+        rewards, lag, e);
   }
 
   /** This step with its eval scores. */
   public StepRecord withEval(Eval e) {
     return new StepRecord(step, mode, rewardMean, rewardStd, kl, loss, clipFraction, tokens, tokensPerSecond,
         stepSeconds, phases, weightVersion, trajectories, droppedForAge, rayCalls, traceId, completions, e, update,
-        rewards, lag);
+        rewards, lag, engine);
   }
   static final ObjectMapper JSON = new ObjectMapper()
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);

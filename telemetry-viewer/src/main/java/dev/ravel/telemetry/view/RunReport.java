@@ -54,6 +54,11 @@ public final class RunReport {
   private static final String[] QUEUE_SUM = {"rl.engine.queue_time", "rl.engine.server.queue_time.sum"};
   private static final String QUEUE_COUNT_SERVER = "rl.engine.server.queue_time.count";
   private static final String PREEMPTIONS = "rl.engine.preemptions";
+  /** The refit's stages in the order weights move through them (each path has some of them). */
+  static final List<String> REFIT_STAGES = List.of(dev.ravel.telemetry.spans.SpanNames.REFIT_GATHER,
+      dev.ravel.telemetry.spans.SpanNames.REFIT_PUT, dev.ravel.telemetry.spans.SpanNames.REFIT_FETCH,
+      dev.ravel.telemetry.spans.SpanNames.REFIT_TRANSFER, dev.ravel.telemetry.spans.SpanNames.REFIT_PAUSE,
+      dev.ravel.telemetry.spans.SpanNames.REFIT_LOAD, dev.ravel.telemetry.spans.SpanNames.REFIT_RESUME);
 
   private final String runId;
   private final RunRecord summary;
@@ -193,8 +198,12 @@ public final class RunReport {
     chart(h, "chart-lag", "Policy lag of the trajectories trained (weight versions: mean, max)");
     chart(h, "chart-pipeline", "Async pipeline at step end: groups in the buffer, collector calls in flight");
     chart(h, "chart-step-time", "Step time by goodput bucket (s)");
-    chart(h, "chart-engine-queue", "Engine queue time, mean per interval (s)");
-    chart(h, "chart-engine-preemptions", "Engine preemptions per interval");
+    chart(h, "chart-refit", "Refit by stage (s; the longest worker's span of each stage)");
+    boolean perStep = steps.stream().anyMatch(s -> s.engine() != null);
+    chart(h, "chart-engine-queue", "Engine queue time, mean " + (perStep ? "per step" : "per interval") + " (s)");
+    chart(h, "chart-engine-preemptions", "Engine preemptions " + (perStep ? "per step" : "per interval"));
+    chart(h, "chart-engine-load", "Engine load over each step (time-weighted mean): requests running, waiting;"
+        + " KV budget held (share)");
     h.append("</section>\n<section class=\"steps\">\n<h2>Steps</h2>\n<table id=\"steps\">\n<thead><tr>")
         .append("<th>step</th><th>reward</th><th>std</th><th>KL</th><th>loss</th><th>clip</th><th>time</th>")
         .append("<th>tokens/s</th><th>used</th><th>dropped</th><th>no signal</th><th>grad norm</th><th>lr</th>")
@@ -343,6 +352,19 @@ public final class RunReport {
         o.put("zero_advantage_groups", u.zeroAdvantageGroups());
         o.put("epochs", u.epochs());
       }
+      if (s.engine() != null) { // the engines over the step (one point per step)
+        StepRecord.Engine e = s.engine();
+        o.put("engine_requests", e.requests());
+        o.put("engine_preemptions", e.preemptions());
+        if (e.queueTimeMean() != null) {
+          finite(o, "engine_queue_s", e.queueTimeMean());
+        }
+        if (e.runningMean() != null) {
+          finite(o, "engine_running", e.runningMean());
+          finite(o, "engine_waiting", e.waitingMean());
+          finite(o, "engine_kv", e.kvUsageMean());
+        }
+      }
       ObjectNode phases = o.putObject("phases");
       s.phases().forEach(phases::put);
       if (v != null) {
@@ -356,6 +378,7 @@ public final class RunReport {
         o.put("spans", v.spanCount());
         o.put("trace_id", v.traceId());
         o.put("start_s", runStart == 0 ? 0 : (v.startNanos() - runStart) / 1e9);
+        refit(v, o);
       }
     }
     if (steps.isEmpty()) { // spans but no step log: the steps as the spans tell them
@@ -367,6 +390,8 @@ public final class RunReport {
         o.put("trace_id", v.traceId());
       }
     }
+    ArrayNode stages = root.putArray("refit_stages");
+    REFIT_STAGES.forEach(stages::add);
     ObjectNode kept = root.putObject("samples");
     for (dev.ravel.telemetry.runs.SampleRecord x : samples) {
       ArrayNode at = kept.has(Integer.toString(x.step())) ? (ArrayNode) kept.get(Integer.toString(x.step()))
@@ -402,6 +427,44 @@ public final class RunReport {
       }
     }
     return root;
+  }
+
+  /**
+   * The step's refit by stage: {@code refit_s} the {@code rl.grpo.refit} span's seconds, {@code refit} each stage
+   * under it with its longest span's seconds (workers fetch and load side by side: the longest is what the step
+   * waited for) and {@code refit_bytes} the bytes that span moved. Nothing for a step without a refit.
+   */
+  private static void refit(StepView v, ObjectNode o) {
+    ObjectNode stages = null;
+    ObjectNode bytes = null;
+    for (SpanNode n : v.nodes()) {
+      if (!n.name().equals(dev.ravel.telemetry.spans.SpanNames.GRPO_REFIT)) {
+        continue;
+      }
+      o.put("refit_s", n.span().durationNanos() / 1e9 + o.path("refit_s").asDouble(0));
+      java.util.ArrayDeque<SpanNode> todo = new java.util.ArrayDeque<>(n.children());
+      while (!todo.isEmpty()) {
+        SpanNode c = todo.pop();
+        todo.addAll(c.children());
+        if (!REFIT_STAGES.contains(c.name())) {
+          continue;
+        }
+        if (stages == null) {
+          stages = o.putObject("refit");
+          bytes = o.putObject("refit_bytes");
+        }
+        double s = c.span().durationNanos() / 1e9;
+        if (!stages.has(c.name()) || stages.get(c.name()).asDouble() < s) {
+          stages.put(c.name(), s);
+          Object b = c.span().attributes().get(dev.ravel.telemetry.spans.RavelAttributes.REFIT_BYTES.getKey());
+          if (b instanceof Number num) {
+            bytes.put(c.name(), num.longValue());
+          } else {
+            bytes.remove(c.name());
+          }
+        }
+      }
+    }
   }
 
   /** {@code value} under {@code key}, left out when it is NaN or infinite (JSON has neither). */

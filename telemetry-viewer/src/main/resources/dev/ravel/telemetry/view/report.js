@@ -102,10 +102,13 @@
       });
     });
     if (series.length > 1 && !noLegend) {
+      // entries as wide as their names (about 6.5 px a character at 11 px), on one line while they fit
+      var step = Math.max(60, Math.min(170, Math.floor((W - M.l - M.r - 8) / series.length)));
       series.forEach(function (s, i) {
         var g = el("g", {"class": "legend-entry"}, svg);
-        el("rect", {x: M.l + 8 + i * 170, y: 4, width: 10, height: 10, fill: s.color || PALETTE[i % PALETTE.length]}, g);
-        text(g, M.l + 22 + i * 170, 13, s.name, "start");
+        el("rect", {x: M.l + 8 + i * step, y: 4, width: 10, height: 10, fill: s.color || PALETTE[i % PALETTE.length]}, g);
+        var label = s.name.length * 6.5 + 16 > step ? s.name.substring(0, Math.max(3, Math.floor((step - 20) / 6.5))) + "\u2026" : s.name;
+        title(text(g, M.l + 22 + i * step, 13, label, "start"), s.name);
       });
     }
   }
@@ -154,6 +157,12 @@
   }
 
   function engine(id, key) {
+    // one point per step where the steps carry the engines over them (steps.jsonl's engine), else per export
+    var stepKey = {queue_time: "engine_queue_s", preemptions: "engine_preemptions"}[key];
+    if (steps.some(function (s) { return typeof s[stepKey] === "number"; })) {
+      lines(id, [stepSeries(key === "queue_time" ? "queue time (mean)" : "preemptions", stepKey, "#4e79a7")], "step", true);
+      return;
+    }
     var series = (data.engine[key] || []).filter(function (s) { return s.points.length > 0; }).map(function (s) {
       return {name: s.name, points: s.points.map(function (p) { return [p[0], p[1]]; })};
     });
@@ -286,8 +295,24 @@
   lines("chart-pipeline", [stepSeries("buffer (groups)", "buffer_depth", "#59a14f"),
     stepSeries("in flight (calls)", "in_flight", "#e15759")], "step", true);
   stacked("chart-step-time");
+  lines("chart-refit", [stepSeries("refit (whole)", "refit_s", "#9aa7b8")].concat((data.refit_stages || [])
+    .filter(function (name) { return steps.some(function (s) { return s.refit && typeof s.refit[name] === "number"; }); })
+    .map(function (name, i) {
+      var pts = [];
+      steps.forEach(function (s) {
+        var v = (s.refit || {})[name];
+        if (typeof v === "number") { pts.push([s.step, v, s.step]); }
+      });
+      return {name: name.replace(/^rl\.refit\./, ""), color: PALETTE[i % PALETTE.length], points: pts, band: null};
+    })), "step", true);
   engine("chart-engine-queue", "queue_time");
   engine("chart-engine-preemptions", "preemptions");
+  if (steps.some(function (s) { return typeof s.engine_running === "number"; })) {
+    lines("chart-engine-load", [stepSeries("running", "engine_running", "#59a14f"),
+      stepSeries("waiting", "engine_waiting", "#e15759"), stepSeries("KV share", "engine_kv", "#b07aa1")], "step", true);
+  } else {
+    empty(document.getElementById("chart-engine-load"), "no engine load in this run (telemetry off, or servers over HTTP)");
+  }
 
   document.addEventListener("click", function (ev) {
     var t = ev.target.closest ? ev.target.closest("[data-step]") : null;

@@ -97,6 +97,59 @@ final class RunReportTest {
   }
 
   @Test
+  void data_refitStages_theLongestSpanOfEachStageUnderTheStepsRefitWithItsBytes() {
+    String t = TestSpans.tid(40);
+    List<dev.ravel.telemetry.traces.SpanRecord> spans = List.of(
+        TestSpans.span(t, 1, 0, "rl.grpo.step", 0, 50).attr("rl.step", 2L).attr("rl.mode", "sync").build(),
+        TestSpans.span(t, 2, 1, "rl.grpo.refit", 5, 15).build(),
+        TestSpans.span(t, 3, 2, "rl.refit.put", 5.5, 6.5).attr("rl.refit.bytes", 400L).build(),
+        TestSpans.span(t, 4, 2, "rl.worker.update_weights", 7, 14).in(TestSpans.WORKER_1).build(),
+        TestSpans.span(t, 5, 4, "rl.refit.fetch", 7, 8).in(TestSpans.WORKER_1).attr("rl.refit.bytes", 400L).build(),
+        TestSpans.span(t, 6, 4, "rl.refit.load", 8, 10).in(TestSpans.WORKER_1).attr("rl.refit.bytes", 400L).build(),
+        TestSpans.span(t, 7, 2, "rl.worker.update_weights", 7, 14).in(TestSpans.WORKER_2).build(),
+        TestSpans.span(t, 8, 7, "rl.refit.fetch", 7, 9).in(TestSpans.WORKER_2).attr("rl.refit.bytes", 400L).build(),
+        TestSpans.span(t, 9, 7, "rl.refit.load", 9, 12).in(TestSpans.WORKER_2).attr("rl.refit.bytes", 400L).build(),
+        // a stage outside the refit (say a checkpoint's gather) is not the refit's
+        TestSpans.span(t, 10, 1, "rl.grpo.checkpointing", 40, 45).build(),
+        TestSpans.span(t, 11, 10, "rl.refit.gather", 41, 44).attr("rl.refit.bytes", 999L).build());
+    RunReport report = RunReport.of("run-refit", List.of(dev.ravel.telemetry.runs.StepRecord.parse(stepLine(2, 0.2, 0.0, t))),
+        RunView.of(spans));
+
+    JsonNode row = report.data().get("steps").get(0);
+    assertThat(row.get("refit_s").asDouble()).isCloseTo(0.010, org.assertj.core.data.Offset.offset(1e-9));
+    JsonNode stages = row.get("refit");
+    assertThat(stages.fieldNames()).toIterable().containsExactlyInAnyOrder("rl.refit.put", "rl.refit.fetch",
+        "rl.refit.load");
+    assertThat(stages.get("rl.refit.put").asDouble()).isCloseTo(0.001, org.assertj.core.data.Offset.offset(1e-9));
+    assertThat(stages.get("rl.refit.fetch").asDouble()).isCloseTo(0.002, org.assertj.core.data.Offset.offset(1e-9));
+    assertThat(stages.get("rl.refit.load").asDouble()).isCloseTo(0.003, org.assertj.core.data.Offset.offset(1e-9));
+    assertThat(row.get("refit_bytes").get("rl.refit.load").asLong()).isEqualTo(400L);
+    assertThat(report.data().get("refit_stages")).extracting(JsonNode::asText).startsWith("rl.refit.gather",
+        "rl.refit.put", "rl.refit.fetch");
+    assertThat(report.render()).contains("id=\"chart-refit\"");
+  }
+
+  @Test
+  void data_stepsWithTheEnginesOverThem_onePointPerStepAndThePerStepCharts() throws Exception {
+    String engine = ",\"engine\":{\"requests\":12,\"queueTimeMean\":0.25,\"preemptions\":3,\"runningMean\":1.5,"
+        + "\"waitingMean\":0.5,\"kvUsageMean\":0.125}}";
+    String line = stepLine(1, 0.1, 0.0, "a");
+    Files.writeString(dir.resolve("steps.jsonl"), line.substring(0, line.length() - 1) + engine + "\n");
+
+    RunReport report = RunReport.read(dir);
+    JsonNode row = report.data().get("steps").get(0);
+    assertThat(row.get("engine_requests").asLong()).isEqualTo(12);
+    assertThat(row.get("engine_queue_s").asDouble()).isEqualTo(0.25);
+    assertThat(row.get("engine_preemptions").asLong()).isEqualTo(3);
+    assertThat(row.get("engine_running").asDouble()).isEqualTo(1.5);
+    assertThat(row.get("engine_kv").asDouble()).isEqualTo(0.125);
+    assertThat(report.render()).contains("Engine queue time, mean per step (s)").contains("id=\"chart-engine-load\"");
+    // a line without the engines (an older run) keeps the per-export charts
+    Files.writeString(dir.resolve("steps.jsonl"), line + "\n");
+    assertThat(RunReport.read(dir).render()).contains("Engine queue time, mean per interval (s)");
+  }
+
+  @Test
   void render_runWithoutSteps_listsItsTracesEachWithItsWaterfall() {
     RunReport report = RunReport.of("app", List.of(), RunView.of(OtherTracesTest.spans().stream()
         .filter(x -> !x.traceId().equals(TestSpans.SYNC_TRACE)).toList()));

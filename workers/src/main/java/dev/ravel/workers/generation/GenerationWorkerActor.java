@@ -1,8 +1,11 @@
 package dev.ravel.workers.generation;
 
+import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.sdk.ExportStats;
+import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.workers.actor.Payload;
 import dev.ravel.workers.actor.RavelActor;
 import dev.ravel.workers.engine.EmbeddedEngine;
@@ -63,14 +66,27 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
 
   @Override
   public long updateWeights(ObjectRef<?> weights) {
-    Object value = weights.get();
-    if (!(value instanceof Payload<?> p) || !(p.value() instanceof ModelWeights w)) {
-      throw new IllegalArgumentException("weights: expected Java model weights, got "
-          + (value == null ? "null" : value.getClass().getName()) + " (a Python trainer's weights need Python workers)");
+    ModelWeights w;
+    try (var s = spans().start(SpanGroup.REFIT, SpanNames.REFIT_FETCH)) {
+      Object value = weights.get();
+      if (!(value instanceof Payload<?> p) || !(p.value() instanceof ModelWeights mw)) {
+        throw new IllegalArgumentException("weights: expected Java model weights, got "
+            + (value == null ? "null" : value.getClass().getName()) + " (a Python trainer's weights need Python workers)");
+      }
+      w = mw;
+      s.set(RavelAttributes.REFIT_BYTES, w.byteSize());
     }
-    long served = backend.updateWeights(w);
+    long served;
+    if (backend instanceof EmbeddedBackend) {
+      try (var s = spans().start(SpanGroup.REFIT, SpanNames.REFIT_LOAD)) {
+        s.set(RavelAttributes.REFIT_BYTES, w.byteSize());
+        served = backend.updateWeights(w);
+      }
+    } else {
+      served = backend.updateWeights(w); // over HTTP: the backend opens its own stages (transfer, pause, load, resume)
+    }
     // the worker's span says which version the engine confirmed serving when the call ended
-    io.opentelemetry.api.trace.Span.current().setAttribute(dev.ravel.telemetry.spans.RavelAttributes.WEIGHT_VERSION,
+    io.opentelemetry.api.trace.Span.current().setAttribute(RavelAttributes.WEIGHT_VERSION,
         served);
     return served;
   }

@@ -287,6 +287,9 @@ public final class PythonWire implements CrossLanguageCodec {
         .kvTokens((int) num(n, "kv_tokens_used"), (int) num(n, "kv_token_budget"))
         .tokens(num(n, "prompt_tokens"), num(n, "generation_tokens"))
         .spans(num(n, "spans_kept"), num(n, "spans_sampled_out"))
+        .queue(num(n, "queue_nanos"), num(n, "queue_count"))
+        .load(real(n, "load_seconds"), real(n, "running_seconds"), real(n, "waiting_seconds"),
+            real(n, "kv_token_seconds"))
         .build();
   }
 

@@ -154,8 +154,14 @@ class PythonWireTest {
   void decode_statsSummariesAndOutcomes() {
     EngineStats e = (EngineStats) decode("{\"finished\":{\"stop\":5,\"length\":2,\"abort\":0,\"error\":1},"
         + "\"preemptions\":0,\"running\":1,\"waiting\":2,\"kv_tokens_used\":3,\"kv_token_budget\":4,"
-        + "\"prompt_tokens\":32,\"generation_tokens\":17,\"spans_kept\":6,\"spans_sampled_out\":2}", EngineStats.class);
+        + "\"prompt_tokens\":32,\"generation_tokens\":17,\"spans_kept\":6,\"spans_sampled_out\":2,"
+        + "\"queue_nanos\":1500,\"queue_count\":8,\"load_seconds\":2.5,\"running_seconds\":1.25,"
+        + "\"waiting_seconds\":0.5,\"kv_token_seconds\":40.0}", EngineStats.class);
     assertThat(e.requestsFinished(FinishReason.STOP)).isEqualTo(5);
+    assertThat(e.queueNanos()).isEqualTo(1500);
+    assertThat(e.queueCount()).isEqualTo(8);
+    assertThat(new double[] {e.loadSeconds(), e.runningSeconds(), e.waitingSeconds(), e.kvTokenSeconds()})
+        .containsExactly(2.5, 1.25, 0.5, 40.0);
     assertThat(e.requestsFinishedTotal()).isEqualTo(8);
     assertThat(e.generationTokens()).isEqualTo(17);
     assertThat(e.spansKept()).isEqualTo(6);

@@ -568,6 +568,7 @@ public final class OpenAiBackend implements GenerationBackend {
         .waiting(server.waiting())
         .kvTokens(server.kvTokensUsed(), server.kvTokenBudget())
         .tokens(promptTokens.get(), generationTokens.get())
+        .queue(server.queueNanos(), server.queueCount()) // the servers' own; no load integrals over HTTP
         .spans(0, 0);
     for (FinishReason r : FinishReason.values()) {
       b.finished(r, finished.get(r.ordinal()));

@@ -246,6 +246,7 @@ final class ServerMetrics {
         .waiting(Math.toIntExact(Math.round(total.waiting)))
         .kvTokens(Math.toIntExact(kvUsed), Math.multiplyExact(perServer, servers.size()))
         .tokens(total.promptTokens, total.generationTokens)
+        .queue(Math.max(0, Math.round(total.queueTime.sumSeconds * 1e9)), Math.max(0, (long) total.queueTime.count))
         .spans(0, 0);
     for (FinishReason r : FinishReason.values()) {
       b.finished(r, total.finished.getOrDefault(r.wireName(), 0L));
