@@ -46,6 +46,12 @@ final class GrpoSyncIT {
       assertThat(line.get("traceId").asText()).isEqualTo(run.steps().get(i).traceId());
       assertThat(line.get("rewardMean").asDouble()).isEqualTo(run.steps().get(i).rewardMean());
       assertThat(line.get("rewardStd").asDouble()).isBetween(0.0, 0.5);
+      // the engines over the step: every request the step generated, finished by the workers' engines
+      com.fasterxml.jackson.databind.JsonNode engine = line.get("engine");
+      assertThat(engine.get("requests").asInt()).as("step %d", i + 1).isEqualTo(PROMPTS * GROUP);
+      assertThat(engine.get("queueTimeMean").asDouble()).isGreaterThanOrEqualTo(0.0);
+      assertThat(engine.get("runningMean").asDouble()).isGreaterThan(0.0); // requests ran during the step
+      assertThat(engine.get("kvUsageMean").asDouble()).isGreaterThan(0.0).isLessThanOrEqualTo(1.0);
     }
     // every trajectory trained on is counted in the run's own metrics, step by step
     assertThat(dev.ravel.it.support.RunMetrics.counter(runDir, "driver", "rl.step.trajectories"))

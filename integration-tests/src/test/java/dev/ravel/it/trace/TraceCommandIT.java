@@ -435,8 +435,13 @@ final class TraceCommandIT {
       List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
       assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
       assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");
-      assertThat(browser.findElements(By.cssSelector("#chart-engine-queue .point"))).as("engine queue series")
-          .isNotEmpty();
+      // the engines over each step: one point per step on the step axis
+      for (String engine : List.of("chart-engine-queue", "chart-engine-preemptions")) {
+        assertThat(browser.findElements(By.cssSelector("#" + engine + " .point")).stream()
+            .map(p -> Long.valueOf(p.getAttribute("data-step")))).as(engine).containsExactlyElementsOf(stepNumbers);
+      }
+      assertThat(browser.findElements(By.cssSelector("#chart-engine-load .point"))).as("running, waiting, KV per step")
+          .hasSize(9);
       // the refit panel: steps 2 and 3 refit (the first serves the initial weights), each with its whole time
       // and the stages of the Java path: put (driver), fetch and load (the slowest worker's)
       List<WebElement> refit = browser.findElements(By.cssSelector("#chart-refit .point"));
