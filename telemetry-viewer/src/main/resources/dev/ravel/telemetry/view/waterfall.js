@@ -249,8 +249,8 @@
   }
   document.getElementById('zoom-form').addEventListener('submit', function (ev) {
     ev.preventDefault();
-    var from = zoomFrom.value === '' ? 0 : Number(zoomFrom.value) * 1e6;
-    var to = zoomTo.value === '' ? extent : Number(zoomTo.value) * 1e6;
+    var from = zoomFrom.value === '' ? 0 : Math.round(Number(zoomFrom.value) * 1e6);
+    var to = zoomTo.value === '' ? extent : Math.round(Number(zoomTo.value) * 1e6);
     if (isFinite(from) && isFinite(to)) { zoom(from, to); }
   });
   zoomReset.addEventListener('click', function () { zoom(0, extent); });
