@@ -11,8 +11,9 @@ import java.util.Map;
  * What {@link TerminalWaterfall} and {@link HtmlWaterfall} draw of one step, computed once from a
  * {@link StepView}: the processes in first-seen order (their index picks each renderer's colour), the time scale
  * (trace start and extent) with the ruler's labels, one row per span in display order with its process and its
- * bar's offsets, the phase split and the goodput split. The renderers only lay these out (as percentages, as
- * terminal cells) and choose their own palettes, glyphs and escaping.
+ * bar's offsets, the runs of same-named sibling spans both fold into one row ({@link #folds()}), the phase
+ * split and the goodput split. The renderers only lay these out (as percentages, as terminal cells) and choose
+ * their own palettes, glyphs and escaping.
  *
  * <p>Bars scale to {@link #extentNanos()}: {@link StepView#traceDurationNanos()}, at least 1 ns so a step of zero
  * duration still divides. Immutable.
