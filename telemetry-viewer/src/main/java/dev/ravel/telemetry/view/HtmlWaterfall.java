@@ -22,6 +22,13 @@ import java.util.TreeMap;
  * opens a panel with the span's attributes, resource, events and links as tables. The rollouts the step
  * consumed are listed last.
  *
+ * <p>It reads like {@link TerminalWaterfall}: runs of same-named sibling spans ({@link WaterfallModel#folds()},
+ * the terminal's rule) are one row with their count, median and longest duration and a bar over the group,
+ * which a click unfolds into the spans' own rows; dragging on the time ruler (or the from/to inputs) zooms
+ * on a time range, the bars and ruler rescaled and the spans outside it dimmed; a search box highlights the
+ * spans whose name or attributes ({@code key=value}) contain the text, case-insensitive, dims the others,
+ * counts them and marks the folded groups that hold some.
+ *
  * <p>The page needs nothing from outside: CSS and JavaScript are inline (they are kept as the classpath
  * resources {@code waterfall.css} and {@code waterfall.js} next to this class, read once; a missing one fails
  * {@link #render} with an {@link IllegalStateException}), a Content-Security-Policy forbids any network
@@ -37,6 +44,19 @@ import java.util.TreeMap;
  *       {@code data-parent-id}, {@code data-depth}, {@code data-process}, {@code data-critical-path}
  *       ({@code true|false}), {@code data-error} ({@code true|false}); classes {@code error},
  *       {@code on-critical-path}, {@code collapsed}, {@code open} as they apply; id {@code row-<span id>};</li>
+ *   <li>{@code .span-row} also has {@code data-start-offset-nanos}, {@code data-end-offset-nanos} and, in a
+ *       folded group, class {@code in-fold} and {@code data-fold-id} (such rows start hidden);</li>
+ *   <li>{@code .fold-row} (id {@code fold-<n>}, before its spans' rows) per folded group, with
+ *       {@code data-fold-id}, {@code data-span-name}, {@code data-parent-id}, {@code data-depth},
+ *       {@code data-process}, {@code data-fold-count}, {@code data-fold-p50-nanos}, {@code data-fold-max-nanos},
+ *       {@code data-start-offset-nanos}, {@code data-end-offset-nanos}; its button {@code .fold-toggle} shows or
+ *       folds the spans (class {@code unfolded} when shown); {@code .fold-count}, {@code .fold-p50},
+ *       {@code .fold-max} in its label; {@code has-match} and {@code .fold-match} when a search matches in it;</li>
+ *   <li>{@code #span-search}, {@code #search-count} ({@code data-matches}); rows get {@code search-hit} or
+ *       {@code search-miss} while a search is on;</li>
+ *   <li>{@code #zoom-from}, {@code #zoom-to} (ms), {@code #zoom-apply}, {@code #zoom-reset}, {@code #zoom-range};
+ *       while zoomed {@code #waterfall} has {@code data-zoom-from-nanos}, {@code data-zoom-to-nanos} and rows
+ *       outside the range have class {@code out-of-range};</li>
  *   <li>{@code .toggle} (a button, only in rows with children) collapses and expands the subtree;</li>
  *   <li>{@code .span-detail} (id {@code detail-<span id>}, same {@code data-span-id}) follows its row, hidden
  *       until the row is clicked (or Enter is pressed on it); once open it holds tables whose keys are
@@ -179,10 +199,11 @@ public final class HtmlWaterfall {
         .append("<button type=\"button\" id=\"collapse-all\">Collapse all</button>")
         .append("<label><input type=\"checkbox\" id=\"show-critical-path\" checked> Highlight critical path</label>")
         .append("<span class=\"hint\">Click a row for its attributes, resource, events and links.</span></div>\n");
+    tools(h, model);
 
     // waterfall
     h.append("<div class=\"waterfall\" id=\"waterfall\">\n<div class=\"ruler-row\"><div class=\"name-col\">")
-        .append("Service &amp; Operation</div><div class=\"timeline-col ruler\">");
+        .append("Service &amp; Operation</div><div class=\"timeline-col ruler\" title=\"Drag to zoom on a time range\">");
     List<String> ticks = model.tickLabels();
     for (int i = 0; i < ticks.size(); i++) {
       if (i < ticks.size() - 1) {
@@ -192,9 +213,18 @@ public final class HtmlWaterfall {
         h.append("<span class=\"tick tick-last\" style=\"right:0\">").append(ticks.get(i)).append("</span>");
       }
     }
-    h.append("</div></div>\n");
-    for (WaterfallModel.Row r : model.rows()) {
-      row(h, r);
+    h.append("<div class=\"zoom-selection\" hidden></div></div></div>\n");
+    List<WaterfallModel.Row> rows = model.rows();
+    String foldId = null;
+    int foldEnd = -1;
+    for (int i = 0; i < rows.size(); i++) {
+      WaterfallModel.Fold f = model.foldAt(i);
+      if (f != null) {
+        foldId = "fold-" + model.folds().indexOf(f);
+        foldEnd = f.to();
+        fold(h, foldId, f, rows.get(i), model.extentNanos());
+      }
+      row(h, rows.get(i), i < foldEnd ? foldId : null);
     }
     h.append("</div>\n");
 
@@ -213,7 +243,73 @@ public final class HtmlWaterfall {
         .append(mono ? " class=\"mono\"" : "").append('>').append(Fmt.html(value)).append("</dd></div>\n");
   }
 
-  private static void row(StringBuilder h, WaterfallModel.Row r) {
+  /** The search box and the zoom controls. */
+  private static void tools(StringBuilder h, WaterfallModel model) {
+    h.append("<div class=\"tools\">")
+        .append("<label class=\"search\">Search <input type=\"search\" id=\"span-search\" autocomplete=\"off\"")
+        .append(" placeholder=\"span name or attribute\" aria-describedby=\"search-count\"></label>")
+        .append("<span id=\"search-count\" class=\"search-count\" aria-live=\"polite\"></span>")
+        .append("<form id=\"zoom-form\" class=\"zoom\"><label>From <input type=\"number\" id=\"zoom-from\"")
+        .append(" min=\"0\" step=\"any\" inputmode=\"decimal\"> ms</label><label>to <input type=\"number\"")
+        .append(" id=\"zoom-to\" min=\"0\" step=\"any\" inputmode=\"decimal\"> ms</label>")
+        .append("<button type=\"submit\" id=\"zoom-apply\">Zoom</button>")
+        .append("<button type=\"button\" id=\"zoom-reset\" disabled>Reset zoom</button>")
+        .append("<span id=\"zoom-range\" class=\"zoom-range\" aria-live=\"polite\">whole trace, ")
+        .append(Fmt.duration(model.extentNanos())).append("</span></form>")
+        .append("<span class=\"hint\">Drag on the time axis to zoom.</span></div>\n");
+  }
+
+  /**
+   * The row of a {@link WaterfallModel.Fold} (before its spans' rows, which start hidden): the name, the count,
+   * and a bar over the group's extent labelled with the count, median and longest duration.
+   */
+  private static void fold(StringBuilder h, String id, WaterfallModel.Fold f, WaterfallModel.Row first,
+      long extent) {
+    SpanRecord s = first.span();
+    String name = Fmt.html(f.name());
+    h.append("<div class=\"fold-row").append(f.onCriticalPath() ? " on-critical-path" : "").append("\" id=\"")
+        .append(id).append("\" data-fold-id=\"").append(id).append("\" data-span-name=\"").append(name)
+        .append("\" data-parent-id=\"").append(Fmt.html(s.parentSpanId())).append("\" data-depth=\"")
+        .append(first.node().depth()).append("\" data-process=\"").append(Fmt.html(s.process()))
+        .append("\" data-fold-count=\"").append(f.count()).append("\" data-fold-p50-nanos=\"")
+        .append(f.medianNanos()).append("\" data-fold-max-nanos=\"").append(f.maxNanos())
+        .append("\" data-start-offset-nanos=\"").append(f.startOffsetNanos()).append("\" data-end-offset-nanos=\"")
+        .append(f.endOffsetNanos()).append("\">");
+    h.append("<div class=\"name-col\" style=\"padding-left:").append(8 + first.node().depth() * 16).append("px\">")
+        .append("<button type=\"button\" class=\"fold-toggle\" aria-expanded=\"false\" aria-controls=\"")
+        .append(id).append("\" title=\"Show or fold the ").append(f.count()).append(" spans\">&#x25b8;</button>")
+        .append("<span class=\"swatch\" style=\"background:").append(colour(f.processIndex())).append("\"></span>")
+        .append("<span class=\"span-name\" title=\"").append(name).append("\">").append(name).append("</span>")
+        .append("<span class=\"fold-times\">&times;").append(f.count()).append("</span>")
+        .append("<span class=\"fold-match\" hidden></span>")
+        .append("<span class=\"span-proc\">").append(Fmt.html(s.process())).append("</span></div>");
+    double left = Math.max(0, Math.min(100, 100.0 * f.startOffsetNanos() / extent));
+    double width = Math.max(0, Math.min(100 - left, 100.0 * (f.endOffsetNanos() - f.startOffsetNanos()) / extent));
+    timeline(h, left, width, colour(f.processIndex()), " fold-bar", " fold-label",
+        "<span class=\"fold-count\">" + f.count() + "</span> spans p50 <span class=\"fold-p50\">"
+            + Fmt.duration(f.medianNanos()) + "</span> max <span class=\"fold-max\">" + Fmt.duration(f.maxNanos())
+            + "</span>");
+    h.append("</div>\n");
+  }
+
+  /** A timeline cell: the bar at {@code left}% for {@code width}% and its label beside it (or inside). */
+  private static void timeline(StringBuilder h, double left, double width, String colour, String barClass,
+      String labelClass, String labelHtml) {
+    h.append("<div class=\"timeline-col\"><div class=\"bar").append(barClass).append("\" style=\"left:")
+        .append(pct(left / 100)).append("%;width:").append(pct(width / 100)).append("%;background:").append(colour)
+        .append("\"></div><span class=\"dur-label").append(labelClass);
+    double end = left + width;
+    if (end < 75) {
+      h.append("\" style=\"left:calc(").append(pct(end / 100)).append("% + 4px)\">");
+    } else if (left > 25) {
+      h.append("\" style=\"right:calc(").append(pct((100 - left) / 100)).append("% + 4px)\">");
+    } else {
+      h.append(" inside\" style=\"left:calc(").append(pct(left / 100)).append("% + 4px)\">");
+    }
+    h.append(labelHtml).append("</span></div>");
+  }
+
+  private static void row(StringBuilder h, WaterfallModel.Row r, String foldId) {
     SpanNode n = r.node();
     SpanRecord s = n.span();
     String id = Fmt.html(s.spanId());
@@ -225,11 +321,16 @@ public final class HtmlWaterfall {
     if (n.onCriticalPath()) {
       h.append(" on-critical-path");
     }
+    if (foldId != null) {
+      h.append(" in-fold");
+    }
     h.append("\" id=\"row-").append(id).append("\" data-span-id=\"").append(id).append("\" data-span-name=\"")
         .append(Fmt.html(s.name())).append("\" data-parent-id=\"").append(Fmt.html(s.parentSpanId()))
         .append("\" data-depth=\"").append(n.depth()).append("\" data-process=\"").append(Fmt.html(s.process()))
         .append("\" data-critical-path=\"").append(n.onCriticalPath()).append("\" data-error=\"").append(s.isError())
-        .append("\" tabindex=\"0\" aria-expanded=\"false\">");
+        .append("\" data-start-offset-nanos=\"").append(r.startOffsetNanos()).append("\" data-end-offset-nanos=\"")
+        .append(r.endOffsetNanos()).append(foldId == null ? "" : "\" data-fold-id=\"" + foldId)
+        .append("\" tabindex=\"0\" aria-expanded=\"false\"").append(foldId == null ? ">" : " hidden>");
     h.append("<div class=\"name-col\" style=\"padding-left:").append(8 + n.depth() * 16).append("px\">");
     if (n.hasChildren()) {
       h.append("<button type=\"button\" class=\"toggle\" aria-expanded=\"true\" title=\"Collapse or expand the ")
@@ -245,20 +346,8 @@ public final class HtmlWaterfall {
           : s.statusMessage())).append("\">!</span>");
     }
     h.append("<span class=\"span-proc\">").append(Fmt.html(s.process())).append("</span></div>");
-    double left = r.leftPercent();
-    double width = r.widthPercent();
-    h.append("<div class=\"timeline-col\"><div class=\"bar\" style=\"left:").append(pct(left / 100))
-        .append("%;width:").append(pct(width / 100)).append("%;background:").append(colour(proc))
-        .append("\"></div><span class=\"dur-label");
-    double end = left + width;
-    if (end < 75) {
-      h.append("\" style=\"left:calc(").append(pct(end / 100)).append("% + 4px)\">");
-    } else if (left > 25) {
-      h.append("\" style=\"right:calc(").append(pct((100 - left) / 100)).append("% + 4px)\">");
-    } else {
-      h.append(" inside\" style=\"left:calc(").append(pct(left / 100)).append("% + 4px)\">");
-    }
-    h.append(Fmt.duration(s.durationNanos())).append("</span></div></div>\n");
+    timeline(h, r.leftPercent(), r.widthPercent(), colour(proc), "", "", Fmt.duration(s.durationNanos()));
+    h.append("</div>\n");
     h.append("<div class=\"span-detail\" id=\"detail-").append(id).append("\" data-span-id=\"").append(id)
         .append("\" hidden></div>\n");
   }

@@ -36,8 +36,8 @@ public final class TerminalWaterfall {
   /** Unconnected spans listed by {@link #renderRun} before "... and N more". */
   static final int MAX_UNCONNECTED_LINES = 20;
 
-  /** The fewest same-named sibling spans folded into one row. */
-  public static final int FOLD_MIN = 3;
+  /** The fewest same-named sibling spans folded into one row (the HTML waterfall folds the same runs). */
+  public static final int FOLD_MIN = WaterfallModel.FOLD_MIN;
 
   /** Consumed rollouts listed by {@link #render} before "... and N more". */
   static final int MAX_ROLLOUT_LINES = 10;
@@ -154,7 +154,7 @@ public final class TerminalWaterfall {
     // rows
     int maxDepth = step.depth() - 1;
     int unit = maxDepth * 2 <= nameW / 2 ? 2 : 1;
-    new Rows(nameW, tw, g, paint, unit).draw(model.rows(), out, !expand);
+    new Rows(nameW, tw, g, paint, unit).draw(model, out, !expand);
 
     // consumed rollouts
     if (grpo) {
@@ -182,7 +182,8 @@ public final class TerminalWaterfall {
     }
 
     /** One line per row, tree lines before the names: the root has none, each level below adds one guide. */
-    void draw(List<WaterfallModel.Row> rows, List<String> out, boolean fold) {
+    void draw(WaterfallModel model, List<String> out, boolean fold) {
+      List<WaterfallModel.Row> rows = model.rows();
       List<String> guides = new ArrayList<>(); // index k: what the open ancestor at depth k + 1 draws below it
       for (int i = 0; i < rows.size(); i++) {
         WaterfallModel.Row r = rows.get(i);
@@ -191,46 +192,28 @@ public final class TerminalWaterfall {
           out.add(line(r, ""));
           continue;
         }
-        int end = i + 1;
-        if (fold && foldable(r)) {
-          while (end < rows.size() && sameGroup(r, rows.get(end))) {
-            end++;
-          }
-        }
-        if (end - i < FOLD_MIN) {
-          end = i + 1;
-        }
+        WaterfallModel.Fold f = fold ? model.foldAt(i) : null;
         guides.subList(depth - 1, guides.size()).clear();
-        boolean last = rows.get(end - 1).lastChild();
+        boolean last = f == null ? r.lastChild() : f.lastChild();
         String connector = unit == 2 ? (last ? g.lastBranch() : g.branch())
             : (last ? g.lastBranch().substring(0, 1) : g.branch().substring(0, 1));
         String prefix = String.join("", guides) + connector;
-        out.add(end - i == 1 ? line(r, prefix) : folded(rows.subList(i, end), prefix));
+        out.add(f == null ? line(r, prefix) : folded(f, rows.subList(f.from(), f.to()), prefix));
         guides.add(last ? " ".repeat(unit) : g.pipe() + " ".repeat(unit - 1));
-        i = end - 1;
+        if (f != null) {
+          i = f.to() - 1;
+        }
       }
     }
 
-    private static boolean foldable(WaterfallModel.Row r) {
-      return !r.node().hasChildren() && !r.span().isError();
-    }
-
-    private static boolean sameGroup(WaterfallModel.Row first, WaterfallModel.Row r) {
-      return foldable(r) && r.node().depth() == first.node().depth() && r.processIndex() == first.processIndex()
-          && r.span().parentSpanId().equals(first.span().parentSpanId()) && r.span().name().equals(first.span().name());
-    }
-
-    /** One row for a run of same-named siblings: count, median and longest duration. */
-    private String folded(List<WaterfallModel.Row> group, String prefix) {
-      long[] d = group.stream().mapToLong(x -> x.span().durationNanos()).sorted().toArray();
+    /** One row for a run of same-named siblings ({@link WaterfallModel.Fold}): count, median and longest. */
+    private String folded(WaterfallModel.Fold f, List<WaterfallModel.Row> group, String prefix) {
       int cs = group.stream().mapToInt(x -> x.firstCell(tw)).min().orElse(0);
       int ce = group.stream().mapToInt(x -> x.endCell(tw)).max().orElse(cs + 1);
-      boolean critical = group.stream().anyMatch(x -> x.node().onCriticalPath());
-      int proc = group.get(0).processIndex();
-      String label = d.length + " spans p50 " + Fmt.duration(d[(d.length - 1) / 2]) + " max "
-          + Fmt.duration(d[d.length - 1]) + " p" + (proc + 1);
-      return draw(prefix, Fmt.clean(group.get(0).span().name()) + " x" + d.length, false, critical, proc, cs, ce,
-          label);
+      int proc = f.processIndex();
+      String label = f.count() + " spans p50 " + Fmt.duration(f.medianNanos()) + " max "
+          + Fmt.duration(f.maxNanos()) + " p" + (proc + 1);
+      return draw(prefix, Fmt.clean(f.name()) + " x" + f.count(), false, f.onCriticalPath(), proc, cs, ce, label);
     }
 
     private String line(WaterfallModel.Row r, String prefix) {

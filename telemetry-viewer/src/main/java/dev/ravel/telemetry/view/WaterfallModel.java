@@ -11,8 +11,9 @@ import java.util.Map;
  * What {@link TerminalWaterfall} and {@link HtmlWaterfall} draw of one step, computed once from a
  * {@link StepView}: the processes in first-seen order (their index picks each renderer's colour), the time scale
  * (trace start and extent) with the ruler's labels, one row per span in display order with its process and its
- * bar's offsets, the phase split and the goodput split. The renderers only lay these out (as percentages, as
- * terminal cells) and choose their own palettes, glyphs and escaping.
+ * bar's offsets, the runs of same-named sibling spans both fold into one row ({@link #folds()}), the phase
+ * split and the goodput split. The renderers only lay these out (as percentages, as terminal cells) and choose
+ * their own palettes, glyphs and escaping.
  *
  * <p>Bars scale to {@link #extentNanos()}: {@link StepView#traceDurationNanos()}, at least 1 ns so a step of zero
  * duration still divides. Immutable.
@@ -20,6 +21,9 @@ import java.util.Map;
 final class WaterfallModel {
   /** Ticks on the time ruler: at 0, 1/4, 1/2, 3/4 and all of the extent. */
   static final int TICKS = 5;
+
+  /** The fewest same-named sibling spans folded into one row ({@link #folds()}). */
+  static final int FOLD_MIN = 3;
 
   /**
    * A process of the step.
@@ -95,6 +99,31 @@ final class WaterfallModel {
     }
   }
 
+  /**
+   * A run of {@link #FOLD_MIN} or more consecutive sibling leaf spans ({@link #rows()} {@code from} to
+   * {@code to}, exclusive) with the same name, in the same process and without errors, that the waterfalls
+   * draw as one row (29 {@code llm_request} under one worker): the count, median and longest duration, and a
+   * bar from the first start to the last end.
+   *
+   * @param from the index in {@link #rows()} of its first row
+   * @param to the index after its last row
+   * @param name the spans' name
+   * @param processIndex their process's {@link Process#index()}
+   * @param medianNanos the median duration: of the durations sorted, the one at {@code (count - 1) / 2}
+   * @param maxNanos the longest duration
+   * @param startOffsetNanos the earliest start less the trace start
+   * @param endOffsetNanos the latest end less the trace start
+   * @param onCriticalPath whether any of them is on the critical path
+   * @param lastChild whether its last span is the last of its parent's children
+   */
+  record Fold(int from, int to, String name, int processIndex, long medianNanos, long maxNanos,
+      long startOffsetNanos, long endOffsetNanos, boolean onCriticalPath, boolean lastChild) {
+    /** How many spans it folds. */
+    int count() {
+      return to - from;
+    }
+  }
+
   private final StepView step;
   private final long traceStart;
   private final long extent;
@@ -104,6 +133,8 @@ final class WaterfallModel {
   private final List<String> tickLabels;
   private final List<Phase> phases;
   private final List<Slice> goodput;
+  private final List<Fold> folds;
+  private final Map<Integer, Fold> foldsByFirstRow;
 
   private WaterfallModel(StepView step) {
     this.step = step;
@@ -119,6 +150,10 @@ final class WaterfallModel {
     List<Row> all = new ArrayList<>(step.spanCount());
     addRows(step.root(), true, all);
     this.rows = List.copyOf(all);
+    this.folds = folds(rows);
+    Map<Integer, Fold> byFirst = new LinkedHashMap<>();
+    folds.forEach(f -> byFirst.put(f.from(), f));
+    this.foldsByFirstRow = Collections.unmodifiableMap(byFirst);
     List<String> labels = new ArrayList<>(TICKS);
     for (int i = 0; i < TICKS; i++) {
       labels.add(i == 0 ? "0" : Fmt.duration(Math.round(extent * (i / (double) (TICKS - 1)))));
@@ -142,6 +177,49 @@ final class WaterfallModel {
     step.phaseNanos().forEach((key, nanos) ->
         out.add(new Phase(key, Phases.label(key), nanos, d <= 0 ? 0 : (double) nanos / d)));
     return List.copyOf(out);
+  }
+
+  /**
+   * The folds of {@code rows}: each maximal run of consecutive rows below the root that are leaves without
+   * errors, with the same depth, parent, process and name, when it has at least {@value #FOLD_MIN} rows.
+   */
+  static List<Fold> folds(List<Row> rows) {
+    List<Fold> out = new ArrayList<>();
+    for (int i = 0; i < rows.size(); i++) {
+      Row first = rows.get(i);
+      if (first.node().depth() == 0 || !foldable(first)) {
+        continue;
+      }
+      int end = i + 1;
+      while (end < rows.size() && sameGroup(first, rows.get(end))) {
+        end++;
+      }
+      if (end - i >= FOLD_MIN) {
+        out.add(fold(rows, i, end));
+        i = end - 1;
+      }
+    }
+    return List.copyOf(out);
+  }
+
+  private static boolean foldable(Row r) {
+    return !r.node().hasChildren() && !r.span().isError();
+  }
+
+  private static boolean sameGroup(Row first, Row r) {
+    return foldable(r) && r.node().depth() == first.node().depth() && r.processIndex() == first.processIndex()
+        && r.span().parentSpanId().equals(first.span().parentSpanId()) && r.span().name().equals(first.span().name());
+  }
+
+  private static Fold fold(List<Row> rows, int from, int to) {
+    List<Row> group = rows.subList(from, to);
+    long[] d = group.stream().mapToLong(x -> x.span().durationNanos()).sorted().toArray();
+    long start = group.stream().mapToLong(Row::startOffsetNanos).min().orElse(0);
+    long end = group.stream().mapToLong(Row::endOffsetNanos).max().orElse(start);
+    boolean critical = group.stream().anyMatch(x -> x.node().onCriticalPath());
+    Row first = group.get(0);
+    return new Fold(from, to, first.span().name(), first.processIndex(), d[(d.length - 1) / 2], d[d.length - 1],
+        start, end, critical, group.get(group.size() - 1).lastChild());
   }
 
   /** Depth first, children in order, as {@link StepView#nodes()}. */
@@ -184,6 +262,16 @@ final class WaterfallModel {
   /** One row per span, in display order ({@link StepView#nodes()}): the root first, then depth first. */
   List<Row> rows() {
     return rows;
+  }
+
+  /** The runs of same-named sibling spans drawn as one row ({@link Fold}), in row order; they do not overlap. */
+  List<Fold> folds() {
+    return folds;
+  }
+
+  /** The fold whose first row is {@code rows().get(rowIndex)}, or null when none starts there. */
+  Fold foldAt(int rowIndex) {
+    return foldsByFirstRow.get(rowIndex);
   }
 
   /** The ruler's {@value #TICKS} labels: {@code 0}, then the durations at 1/4, 1/2, 3/4 and all of the extent. */

@@ -49,9 +49,10 @@
     return [zero && lo >= 0 ? lo : lo - pad, hi + pad];
   }
 
-  function frame(svg, xd, yd, xLabel, integerX) {
+  function frame(svg, xd, yd, xLabel, integerX, top) {
+    var mt = top || M.t; // below the legend, if any
     var sx = function (x) { return M.l + (xd[1] === xd[0] ? 0.5 : (x - xd[0]) / (xd[1] - xd[0])) * (W - M.l - M.r); };
-    var sy = function (y) { return H - M.b - (y - yd[0]) / (yd[1] - yd[0]) * (H - M.t - M.b); };
+    var sy = function (y) { return H - M.b - (y - yd[0]) / (yd[1] - yd[0]) * (H - mt - M.b); };
     var grid = el("g", {"class": "grid"}, svg), axis = el("g", {"class": "axis"}, svg);
     ticks(yd[0], yd[1], 4).forEach(function (v) {
       el("line", {x1: M.l, x2: W - M.r, y1: sy(v), y2: sy(v)}, grid);
@@ -61,7 +62,7 @@
       el("line", {x1: sx(v), x2: sx(v), y1: H - M.b, y2: H - M.b + 4}, axis);
       text(axis, sx(v), H - M.b + 16, fmt(v));
     });
-    el("path", {d: "M" + M.l + "," + M.t + "V" + (H - M.b) + "H" + (W - M.r)}, axis);
+    el("path", {d: "M" + M.l + "," + mt + "V" + (H - M.b) + "H" + (W - M.r)}, axis);
     text(axis, (M.l + W - M.r) / 2, H - 4, xLabel);
     return {x: sx, y: sy};
   }
@@ -75,6 +76,35 @@
     t.textContent = s;
   }
 
+  /**
+   * Legend entries [[name, color]] in rows across the top, each as wide as its text, a row wrapping before it
+   * would pass the right edge; returns where the plot may start (below the last row).
+   */
+  function legend(svg, entries) {
+    var x = M.l + 8, y = 4;
+    entries.forEach(function (e) {
+      var g = el("g", {"class": "legend-entry"}, svg);
+      var r = el("rect", {x: x, y: y, width: 10, height: 10, fill: e[1]}, g);
+      var t = text(g, x + 14, y + 9, e[0], "start");
+      var room = W - M.r - (M.l + 8) - 14;
+      if (t.getComputedTextLength() > room) { // one name wider than the chart: cut, the whole name as its tooltip
+        title(g, e[0]);
+        for (var n = e[0].length - 1; n > 0 && t.getComputedTextLength() > room; n--) { t.textContent = e[0].substring(0, n) + "..."; }
+      }
+      var w = 14 + t.getComputedTextLength();
+      if (x > M.l + 8 && x + w > W - M.r) {
+        x = M.l + 8;
+        y += 14;
+        r.setAttribute("x", x);
+        r.setAttribute("y", y);
+        t.setAttribute("x", x + 14);
+        t.setAttribute("y", y + 9);
+      }
+      x += w + 16;
+    });
+    return Math.max(M.t, y + 20);
+  }
+
   /** Line chart; series: [{name, color, points: [[x, y, step]], band: [[x, lo, hi]]}]. */
   function lines(id, series, xLabel, integerX, noLegend) {
     var svg = document.getElementById(id);
@@ -84,8 +114,10 @@
       (s.band || []).forEach(function (b) { ys.push(b[1]); ys.push(b[2]); });
     });
     if (xs.length === 0) { empty(svg, "no data in this run"); return; }
+    var top = series.length > 1 && !noLegend ? legend(svg, series.map(function (s, i) { return [s.name, s.color || PALETTE[i % PALETTE.length]]; }))
+      : M.t;
     var sc = frame(svg, domain(xs, false).map(function (v, i) { return i === 0 ? Math.min.apply(null, xs) : Math.max.apply(null, xs); }),
-      domain(ys, false), xLabel, integerX);
+      domain(ys, false), xLabel, integerX, top);
     series.forEach(function (s, i) {
       var color = s.color || PALETTE[i % PALETTE.length];
       if (s.band && s.band.length > 1) {
@@ -101,16 +133,6 @@
         title(c, s.name + (p[2] !== undefined ? " step " + p[2] : " t=" + fmt(p[0]) + " s") + ": " + fmt(p[1]));
       });
     });
-    if (series.length > 1 && !noLegend) {
-      // entries as wide as their names (about 6.5 px a character at 11 px), on one line while they fit
-      var step = Math.max(60, Math.min(170, Math.floor((W - M.l - M.r - 8) / series.length)));
-      series.forEach(function (s, i) {
-        var g = el("g", {"class": "legend-entry"}, svg);
-        el("rect", {x: M.l + 8 + i * step, y: 4, width: 10, height: 10, fill: s.color || PALETTE[i % PALETTE.length]}, g);
-        var label = s.name.length * 6.5 + 16 > step ? s.name.substring(0, Math.max(3, Math.floor((step - 20) / 6.5))) + "\u2026" : s.name;
-        title(text(g, M.l + 22 + i * step, 13, label, "start"), s.name);
-      });
-    }
   }
 
   function stepSeries(name, key, color, bandKey) {
@@ -128,10 +150,14 @@
     var svg = document.getElementById(id);
     var rows = steps.filter(function (s) { return typeof s.step_s === "number"; });
     if (rows.length === 0) { empty(svg, "no data in this run"); return; }
-    var totals = rows.map(function (s) { return s.step_s; });
+    // the bars stack the goodput buckets, which may add up to more than step_s: the axis covers the stacks
+    var totals = rows.map(function (s) {
+      return Math.max(s.step_s, BUCKETS.reduce(function (a, b) { return a + ((s.goodput || {})[b[0]] || 0); }, 0));
+    });
     var xsRaw = rows.map(function (s) { return s.step; });
     var lo = Math.min.apply(null, xsRaw) - 0.5, hi = Math.max.apply(null, xsRaw) + 0.5;
-    var sc = frame(svg, [lo, hi], domain(totals, true), "step", true);
+    var top = legend(svg, BUCKETS.concat([["unattributed", "#9aa7b8"]]));
+    var sc = frame(svg, [lo, hi], domain(totals, true), "step", true, top);
     var bw = Math.max(1, (sc.x(hi) - sc.x(lo)) / rows.length * 0.8);
     rows.forEach(function (s) {
       var parts = s.goodput ? BUCKETS.map(function (b) { return [b[0], s.goodput[b[0]] || 0, b[1]]; })
@@ -148,11 +174,6 @@
         title(r, "step " + s.step + " " + p[0] + ": " + fmt(p[1]) + " s");
         base += p[1];
       });
-    });
-    BUCKETS.concat([["unattributed", "#9aa7b8"]]).forEach(function (b, i) {
-      var g = el("g", {"class": "legend-entry"}, svg);
-      el("rect", {x: M.l + 8 + i * 100, y: 4, width: 10, height: 10, fill: b[1]}, g);
-      text(g, M.l + 22 + i * 100, 13, b[0], "start");
     });
   }
 

@@ -114,12 +114,27 @@
     toggle.textContent = collapsed ? RIGHT : DOWN;
     toggle.setAttribute('aria-expanded', collapsed ? 'false' : 'true');
   }
+  var folds = Object.create(null);
+  var items = Array.prototype.slice.call(waterfall.querySelectorAll('.span-row, .fold-row'));
+  Array.prototype.forEach.call(waterfall.querySelectorAll('.fold-row'), function (f) {
+    folds[f.getAttribute('data-fold-id')] = f;
+  });
+  function setFolded(fold, folded) {
+    var button = fold.querySelector('.fold-toggle');
+    fold.classList.toggle('unfolded', !folded);
+    button.textContent = folded ? RIGHT : DOWN;
+    button.setAttribute('aria-expanded', folded ? 'false' : 'true');
+  }
   function refresh() {
     var cut = -1;
-    rows.forEach(function (row) {
+    items.forEach(function (row) {
       var depth = Number(row.getAttribute('data-depth'));
       if (cut >= 0 && depth <= cut) { cut = -1; }
       var hide = cut >= 0;
+      var fold = folds[row.getAttribute('data-fold-id')];
+      if (!hide && row.classList.contains('span-row') && fold && !fold.classList.contains('unfolded')) {
+        hide = true;
+      }
       row.hidden = hide;
       if (hide && row.classList.contains('open')) { setDetail(row, false); }
       if (!hide && row.classList.contains('collapsed')) { cut = depth; }
@@ -128,6 +143,12 @@
   waterfall.addEventListener('click', function (ev) {
     var target = ev.target;
     if (!(target instanceof Element)) { return; }
+    var fold = target.closest('.fold-row');
+    if (fold) {
+      setFolded(fold, fold.classList.contains('unfolded'));
+      refresh();
+      return;
+    }
     var row = target.closest('.span-row');
     if (!row) { return; }
     if (target.closest('.toggle')) {
@@ -150,12 +171,162 @@
   });
   document.getElementById('expand-all').addEventListener('click', function () {
     rows.forEach(function (row) { setCollapsed(row, false); });
+    Object.keys(folds).forEach(function (k) { setFolded(folds[k], false); });
     refresh();
   });
   document.getElementById('collapse-all').addEventListener('click', function () {
     rows.forEach(function (row) { setCollapsed(row, Number(row.getAttribute('data-depth')) > 0); });
+    Object.keys(folds).forEach(function (k) { setFolded(folds[k], true); });
     refresh();
   });
+
+  // ---------------------------------------------------------------- zoom on a time range
+  var extent = Math.max(1, Number(data.traceDurationNanos)); // WaterfallModel.extentNanos
+  var view = [0, extent];
+  var ruler = waterfall.querySelector('.ruler');
+  var ticks = Array.prototype.slice.call(ruler.querySelectorAll('.tick'));
+  var tickText = ticks.map(function (t) { return t.textContent; });
+  var selection = ruler.querySelector('.zoom-selection');
+  var zoomFrom = document.getElementById('zoom-from');
+  var zoomTo = document.getElementById('zoom-to');
+  var zoomReset = document.getElementById('zoom-reset');
+  var zoomRange = document.getElementById('zoom-range');
+  var wholeText = zoomRange.textContent;
+  function pct(x) { return (Math.max(0, x) * 100).toFixed(4); }
+  /** The bar of a row from start to end (nanoseconds from the trace start) in the view, as HtmlWaterfall does. */
+  function place(row, start, end) {
+    var bar = row.querySelector('.bar');
+    var label = row.querySelector('.dur-label');
+    var span = view[1] - view[0];
+    var left = Math.max(0, Math.min(1, (start - view[0]) / span));
+    var width = Math.max(0, Math.min(1 - left, (end - Math.max(start, view[0])) / span));
+    bar.style.left = pct(left) + '%';
+    bar.style.width = pct(width) + '%';
+    var right = left + width;
+    label.style.left = '';
+    label.style.right = '';
+    label.classList.toggle('inside', right >= 0.75 && left <= 0.25);
+    if (right < 0.75) {
+      label.style.left = 'calc(' + pct(right) + '% + 4px)';
+    } else if (left > 0.25) {
+      label.style.right = 'calc(' + pct(1 - left) + '% + 4px)';
+    } else {
+      label.style.left = 'calc(' + pct(left) + '% + 4px)';
+    }
+    row.classList.toggle('out-of-range', end < view[0] || start > view[1]);
+  }
+  function ms(ns) { return String(Math.round(ns / 1e3) / 1e3); }
+  function zoom(from, to) {
+    from = Math.max(0, Math.min(extent, from));
+    to = Math.max(0, Math.min(extent, to));
+    if (!(to > from)) {
+      zoomRange.textContent = 'cannot zoom: "from" must be before "to", within 0 to ' + ms(extent) + ' ms';
+      return;
+    }
+    var whole = from === 0 && to === extent;
+    view = [from, to];
+    items.forEach(function (row) {
+      place(row, Number(row.getAttribute('data-start-offset-nanos')), Number(row.getAttribute('data-end-offset-nanos')));
+    });
+    ticks.forEach(function (t, i) {
+      t.textContent = whole ? tickText[i] : fmtDur(from + (to - from) * i / (ticks.length - 1));
+    });
+    if (whole) {
+      waterfall.removeAttribute('data-zoom-from-nanos');
+      waterfall.removeAttribute('data-zoom-to-nanos');
+      zoomFrom.value = '';
+      zoomTo.value = '';
+      zoomRange.textContent = wholeText;
+    } else {
+      waterfall.setAttribute('data-zoom-from-nanos', String(Math.round(from)));
+      waterfall.setAttribute('data-zoom-to-nanos', String(Math.round(to)));
+      zoomFrom.value = ms(from);
+      zoomTo.value = ms(to);
+      zoomRange.textContent = 'showing ' + fmtDur(from) + ' to ' + fmtDur(to) + ' of ' + fmtDur(extent);
+    }
+    document.body.classList.toggle('zoomed', !whole);
+    zoomReset.disabled = whole;
+  }
+  document.getElementById('zoom-form').addEventListener('submit', function (ev) {
+    ev.preventDefault();
+    var from = zoomFrom.value === '' ? 0 : Math.round(Number(zoomFrom.value) * 1e6);
+    var to = zoomTo.value === '' ? extent : Math.round(Number(zoomTo.value) * 1e6);
+    if (isFinite(from) && isFinite(to)) { zoom(from, to); }
+  });
+  zoomReset.addEventListener('click', function () { zoom(0, extent); });
+  var drag = null;
+  function dragX(ev) {
+    var box = ruler.getBoundingClientRect();
+    return Math.max(0, Math.min(box.width, ev.clientX - box.left));
+  }
+  ruler.addEventListener('mousedown', function (ev) {
+    if (ev.button !== 0) { return; }
+    ev.preventDefault();
+    drag = {x0: dragX(ev), x1: dragX(ev), width: ruler.getBoundingClientRect().width};
+    selection.style.left = drag.x0 + 'px';
+    selection.style.width = '0px';
+    selection.hidden = false;
+  });
+  document.addEventListener('mousemove', function (ev) {
+    if (!drag) { return; }
+    drag.x1 = dragX(ev);
+    selection.style.left = Math.min(drag.x0, drag.x1) + 'px';
+    selection.style.width = Math.abs(drag.x1 - drag.x0) + 'px';
+  });
+  document.addEventListener('mouseup', function (ev) {
+    if (!drag) { return; }
+    var d = drag;
+    drag = null;
+    d.x1 = dragX(ev);
+    selection.hidden = true;
+    if (Math.abs(d.x1 - d.x0) < 4 || !(d.width > 0)) { return; }
+    var span = view[1] - view[0];
+    zoom(view[0] + span * Math.min(d.x0, d.x1) / d.width, view[0] + span * Math.max(d.x0, d.x1) / d.width);
+  });
+
+  // ---------------------------------------------------------------- search by name or attribute
+  var searchBox = document.getElementById('span-search');
+  var searchCount = document.getElementById('search-count');
+  function matches(s, q) {
+    if (s.name.toLowerCase().indexOf(q) >= 0) { return true; }
+    return s.attributes.some(function (p) { return (p[0] + '=' + text(p[1])).toLowerCase().indexOf(q) >= 0; });
+  }
+  function search() {
+    var q = searchBox.value.trim().toLowerCase();
+    var hits = 0;
+    var inFold = Object.create(null);
+    rows.forEach(function (row) {
+      var s = spansById[row.getAttribute('data-span-id')];
+      var hit = q !== '' && !!s && matches(s, q);
+      row.classList.toggle('search-hit', hit);
+      row.classList.toggle('search-miss', q !== '' && !hit);
+      if (hit) {
+        hits++;
+        var f = row.getAttribute('data-fold-id');
+        if (f) { inFold[f] = (inFold[f] || 0) + 1; }
+      }
+    });
+    Object.keys(folds).forEach(function (k) {
+      var fold = folds[k];
+      var n = inFold[k] || 0;
+      var badge = fold.querySelector('.fold-match');
+      fold.classList.toggle('has-match', n > 0);
+      fold.classList.toggle('search-miss', q !== '' && n === 0);
+      badge.hidden = n === 0;
+      badge.textContent = n === 0 ? '' : n + (n === 1 ? ' match' : ' matches');
+    });
+    document.body.classList.toggle('searching', q !== '');
+    searchCount.textContent = q === '' ? '' : hits + (hits === 1 ? ' span matches' : ' spans match');
+    if (q === '') {
+      searchCount.removeAttribute('data-matches');
+    } else {
+      searchCount.setAttribute('data-matches', String(hits));
+    }
+  }
+  searchBox.addEventListener('input', search);
+  searchBox.addEventListener('search', search);
+  refresh();
+  search();
   var cpBox = document.getElementById('show-critical-path');
   cpBox.addEventListener('change', function () {
     document.body.classList.toggle('cp-on', cpBox.checked);

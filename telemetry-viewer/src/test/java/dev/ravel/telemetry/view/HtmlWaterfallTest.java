@@ -203,4 +203,65 @@ final class HtmlWaterfallTest {
       assertThat(html.render(other.step(s.step()).orElseThrow(), other)).isEqualTo(html.render(s, run));
     }
   }
+
+  // ---------------------------------------------------------------- fold, zoom, search
+
+  @Test
+  void render_foldsTheRunsTheTerminalFoldsIntoOneRowWithCountMedianAndMax() {
+    StepView step = RunView.of(TestSpans.foldStep()).step(1).orElseThrow();
+    String doc = html.render(step, null);
+
+    assertThat(count(doc, "<div class=\"fold-row")).isEqualTo(1);
+    Matcher tag = Pattern.compile("<div class=\"fold-row[^\"]*\" id=\"fold-0\"[^>]*>").matcher(doc);
+    assertThat(tag.find()).isTrue();
+    assertThat(tag.group()).contains("data-span-name=\"llm_request\"").contains("data-fold-count=\"29\"")
+        .contains("data-fold-p50-nanos=\"" + 23 * TestSpans.MS + "\"")
+        .contains("data-fold-max-nanos=\"" + 37 * TestSpans.MS + "\"").contains("data-depth=\"2\"")
+        .contains("data-parent-id=\"" + sid(2) + "\"").contains("data-start-offset-nanos=\"" + TestSpans.MS + "\"")
+        .contains("data-end-offset-nanos=\"" + 66 * TestSpans.MS + "\"");
+    String foldRow = doc.substring(tag.start(), doc.indexOf("<div class=\"span-row", tag.start()));
+    assertThat(foldRow).contains("<button type=\"button\" class=\"fold-toggle\" aria-expanded=\"false\"")
+        .contains("<span class=\"fold-count\">29</span> spans p50 <span class=\"fold-p50\">23.0ms</span> max "
+            + "<span class=\"fold-max\">37.0ms</span>")
+        .contains("<div class=\"bar fold-bar\" style=\"left:1.0000%;width:65.0000%;");
+    // the terminal says the same of the same spans
+    assertThat(new TerminalWaterfall().render(step, 140, false)).contains("llm_request x29")
+        .contains("29 spans p50 23.0ms max 37.0ms");
+    // the folded spans keep their own rows, hidden until unfolded, right after the fold's row
+    for (int i = 0; i < 29; i++) {
+      assertThat(rowTag(doc, sid(100 + i))).containsPattern("^<div class=\"span-row[^\"]* in-fold\"")
+          .contains("data-fold-id=\"fold-0\"").endsWith(" hidden>");
+    }
+    assertThat(doc.indexOf(rowTag(doc, sid(100)))).isGreaterThan(tag.start());
+    assertThat(rowTag(doc, sid(200))).doesNotContain("data-fold-id").doesNotContain(" hidden>");
+    assertThat(rowTag(doc, sid(300))).doesNotContain("data-fold-id");
+    assertThat(count(doc, "<div class=\"span-row")).isEqualTo(step.spanCount());
+  }
+
+  @Test
+  void render_foldRowEscapesTheSpanName() {
+    String t = tid(80);
+    List<dev.ravel.telemetry.traces.SpanRecord> s = new java.util.ArrayList<>();
+    s.add(span(t, 1, 0, "rl.grpo.step", 0, 10).attr("rl.step", 1L).build());
+    for (int i = 0; i < 3; i++) {
+      s.add(span(t, 10 + i, 1, EVIL, i, i + 1).build());
+    }
+    String doc = html.render(RunView.of(s).step(1).orElseThrow(), null);
+
+    String body = doc.substring(0, doc.indexOf(DATA_OPEN));
+    assertThat(count(body, "<div class=\"fold-row")).isEqualTo(1);
+    assertThat(body).doesNotContain("<b>x").contains("data-span-name=\"&lt;/script&gt;&lt;b&gt;x&quot;&#39;\"");
+  }
+
+  @Test
+  void render_rowsCarryTheirOffsetsAndThePageHasSearchAndZoomControls() {
+    String doc = html.render(sync, run);
+    assertThat(rowTag(doc, sid(18))).contains("data-start-offset-nanos=\"" + 95 * TestSpans.MS + "\"")
+        .contains("data-end-offset-nanos=\"" + 98 * TestSpans.MS + "\"");
+    assertThat(doc).contains("<input type=\"search\" id=\"span-search\"").contains("id=\"search-count\"")
+        .contains("id=\"zoom-from\"").contains("id=\"zoom-to\"").contains("id=\"zoom-apply\"")
+        .contains("id=\"zoom-reset\"").contains("<span id=\"zoom-range\" class=\"zoom-range\" aria-live=\"polite\">"
+            + "whole trace, 100ms</span>").contains("<div class=\"zoom-selection\" hidden></div>");
+    assertThat(count(doc, "<div class=\"fold-row")).isZero(); // no run of three in the sync step
+  }
 }

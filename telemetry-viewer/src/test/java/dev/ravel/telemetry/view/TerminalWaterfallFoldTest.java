@@ -1,10 +1,7 @@
 package dev.ravel.telemetry.view;
 
-import static dev.ravel.telemetry.view.TestSpans.span;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.telemetry.traces.SpanRecord;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -13,18 +10,7 @@ final class TerminalWaterfallFoldTest {
 
   /** A step whose worker ran 29 requests, one of them failed, and a second worker ran 2. */
   private static StepView step() {
-    String t = TestSpans.tid(77);
-    List<SpanRecord> s = new ArrayList<>();
-    s.add(span(t, 1, 0, "rl.grpo.step", 0, 100).attr("rl.step", 1L).build());
-    s.add(span(t, 2, 1, "rl.worker.generate", 0, 80).in(TestSpans.WORKER_1).build());
-    for (int i = 0; i < 29; i++) {
-      s.add(span(t, 100 + i, 2, "llm_request", 1 + i, 10 + 2 * i).in(TestSpans.WORKER_1).build());
-    }
-    s.add(span(t, 200, 2, "llm_request", 40, 41).in(TestSpans.WORKER_1).error("boom").build());
-    s.add(span(t, 3, 1, "rl.worker.generate", 0, 50).in(TestSpans.WORKER_2).build());
-    s.add(span(t, 300, 3, "llm_request", 1, 20).in(TestSpans.WORKER_2).build());
-    s.add(span(t, 301, 3, "llm_request", 2, 30).in(TestSpans.WORKER_2).build());
-    return RunView.of(s).step(1).orElseThrow();
+    return RunView.of(TestSpans.foldStep()).step(1).orElseThrow();
   }
 
   @Test

@@ -102,6 +102,27 @@ final class TestSpans {
 
   // ---------------------------------------------------------------- scenarios
 
+  /**
+   * Step 1 (trace 77), 100 ms, with the runs the waterfalls fold: worker 1 ran 29 {@code llm_request} (span ids
+   * 100..128, request i from 1 + i to 10 + 2i ms: 9..37 ms, median 23 ms) and a failed one (200); worker 2 ran
+   * two (300, 301), too few to fold.
+   */
+  static List<SpanRecord> foldStep() {
+    String t = tid(77);
+    List<SpanRecord> s = new ArrayList<>();
+    s.add(span(t, 1, 0, "rl.grpo.step", 0, 100).attr("rl.step", 1L).build());
+    s.add(span(t, 2, 1, "rl.worker.generate", 0, 80).in(WORKER_1).build());
+    for (int i = 0; i < 29; i++) {
+      s.add(span(t, 100 + i, 2, "llm_request", 1 + i, 10 + 2 * i).in(WORKER_1).attr("gen_ai.request.id", "req-" + i)
+          .build());
+    }
+    s.add(span(t, 200, 2, "llm_request", 40, 41).in(WORKER_1).error("boom").build());
+    s.add(span(t, 3, 1, "rl.worker.generate", 0, 50).in(WORKER_2).build());
+    s.add(span(t, 300, 3, "llm_request", 1, 20).in(WORKER_2).build());
+    s.add(span(t, 301, 3, "llm_request", 2, 30).in(WORKER_2).build());
+    return s;
+  }
+
   static final String SYNC_TRACE = tid(1);
 
   /**

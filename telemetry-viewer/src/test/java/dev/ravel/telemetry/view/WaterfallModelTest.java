@@ -224,4 +224,77 @@ final class WaterfallModelTest {
     assertThat(other.phases()).isEqualTo(model.phases());
     assertThat(rowKeys(other)).isEqualTo(rowKeys(model));
   }
+
+  // ---------------------------------------------------------------- folds
+
+  @Test
+  void folds_aRunOfSameNamedSiblingLeavesIsOneFoldWithCountMedianMaxAndExtent() {
+    WaterfallModel m = WaterfallModel.of(RunView.of(TestSpans.foldStep()).step(1).orElseThrow());
+
+    assertThat(m.folds()).singleElement().satisfies(f -> {
+      assertThat(f.count()).isEqualTo(29);
+      assertThat(f.name()).isEqualTo("llm_request");
+      assertThat(m.rows().subList(f.from(), f.to())).extracting(r -> r.span().spanId())
+          .containsExactlyElementsOf(java.util.stream.IntStream.range(100, 129).mapToObj(TestSpans::sid).toList());
+      assertThat(f.medianNanos()).isEqualTo(23 * MS);
+      assertThat(f.maxNanos()).isEqualTo(37 * MS);
+      assertThat(f.startOffsetNanos()).isEqualTo(1 * MS);
+      assertThat(f.endOffsetNanos()).isEqualTo(66 * MS);
+      assertThat(f.processIndex()).isEqualTo(row(m, 100).processIndex());
+      assertThat(f.lastChild()).isFalse(); // the failed request follows
+      assertThat(m.foldAt(f.from())).isSameAs(f);
+      assertThat(m.foldAt(f.from() + 1)).isNull();
+    });
+    assertThat(TerminalWaterfall.FOLD_MIN).isEqualTo(WaterfallModel.FOLD_MIN);
+  }
+
+  @Test
+  void folds_needFoldMinLeavesWithoutErrorsUnderOneParentInOneProcess() {
+    String t = tid(78);
+    List<dev.ravel.telemetry.traces.SpanRecord> s = new java.util.ArrayList<>();
+    s.add(span(t, 1, 0, "rl.grpo.step", 0, 100).attr("rl.step", 1L).build());
+    s.add(span(t, 2, 1, "rl.worker.generate", 0, 90).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 10, 2, "llm_request", 1, 2).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 11, 2, "llm_request", 2, 3).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 12, 2, "llm_request", 3, 4).in(TestSpans.WORKER_1).error("x").build()); // breaks the run
+    s.add(span(t, 13, 2, "llm_request", 4, 5).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 14, 2, "llm_request", 5, 6).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 15, 2, "other", 6, 7).in(TestSpans.WORKER_1).build()); // another name
+    s.add(span(t, 16, 2, "llm_request", 7, 8).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 17, 2, "llm_request", 8, 9).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 18, 2, "llm_request", 9, 10).in(TestSpans.WORKER_1).build());
+    s.add(span(t, 3, 1, "rl.worker.generate", 0, 90).in(TestSpans.WORKER_2).build()); // one per parent
+    s.add(span(t, 30, 3, "llm_request", 1, 2).in(TestSpans.WORKER_2).build());
+    s.add(span(t, 4, 1, "rl.worker.generate", 0, 90).in(TestSpans.WORKER_2).build());
+    s.add(span(t, 40, 4, "llm_request", 1, 2).in(TestSpans.WORKER_2).build());
+    s.add(span(t, 5, 1, "rl.worker.generate", 0, 90).in(TestSpans.WORKER_2).build());
+    s.add(span(t, 50, 5, "llm_request", 1, 2).in(TestSpans.WORKER_2).build());
+    WaterfallModel m = WaterfallModel.of(RunView.of(s).step(1).orElseThrow());
+
+    assertThat(m.folds()).singleElement().satisfies(f -> {
+      assertThat(m.rows().subList(f.from(), f.to())).extracting(r -> r.span().spanId())
+          .containsExactly(sid(16), sid(17), sid(18));
+      assertThat(f.lastChild()).isTrue();
+      assertThat(f.medianNanos()).isEqualTo(MS);
+    });
+  }
+
+  @Test
+  void folds_medianOfAnEvenCountIsTheLowerMiddle() {
+    String t = tid(79);
+    List<dev.ravel.telemetry.traces.SpanRecord> s = new java.util.ArrayList<>();
+    s.add(span(t, 1, 0, "rl.grpo.step", 0, 100).attr("rl.step", 1L).build());
+    double[][] times = {{0, 40}, {1, 11}, {2, 32}, {3, 23}};
+    for (int i = 0; i < times.length; i++) {
+      s.add(span(t, 10 + i, 1, "llm_request", times[i][0], times[i][1]).build());
+    }
+    WaterfallModel m = WaterfallModel.of(RunView.of(s).step(1).orElseThrow());
+
+    assertThat(m.folds()).singleElement().satisfies(f -> {
+      assertThat(f.count()).isEqualTo(4);
+      assertThat(f.medianNanos()).isEqualTo(20 * MS); // of 10, 20, 30, 40
+      assertThat(f.maxNanos()).isEqualTo(40 * MS);
+      assertThat(f.onCriticalPath()).isTrue();
+    });
+  }
 }
