@@ -49,6 +49,39 @@ final class GrpoOpenAiIT {
     assertServerSpansNestUnderWorkers(run);
     // every request of every step reached a server and came back
     assertThat(run.steps()).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(256));
+    assertRefitStages(run);
+  }
+
+  /**
+   * Every refit over vLLM's native protocol: the driver puts the weights in the object store, then each worker
+   * writes them where its server reads them, pauses, loads and resumes it, in that order, under its
+   * {@code rl.worker.update_weights} inside the step's {@code rl.grpo.refit}; the bytes it wrote are the weights
+   * put (plus the file's header) and the bytes loaded are those of its one server.
+   */
+  private static void assertRefitStages(GrpoRuns.Finished run) {
+    java.util.Map<String, SpanRecord> byId = run.traces().byId();
+    List<SpanRecord> updates = run.traces().named("rl.worker.update_weights");
+    assertThat(updates).hasSizeGreaterThanOrEqualTo((STEPS - 1) * WORKERS); // each step after the first
+    int inSteps = 0;
+    for (SpanRecord u : updates) {
+      List<SpanRecord> stages = run.traces().spans().stream().filter(s -> u.spanId().equals(s.parentSpanId()))
+          .filter(s -> s.name().startsWith("rl.refit.")).sorted(java.util.Comparator.comparingLong(SpanRecord::startNanos))
+          .toList();
+      assertThat(stages.stream().map(SpanRecord::name)).containsExactly("rl.refit.fetch", "rl.refit.transfer",
+          "rl.refit.pause", "rl.refit.load", "rl.refit.resume");
+      long fetched = (Long) stages.get(0).attributes().get("rl.refit.bytes");
+      long written = (Long) stages.get(1).attributes().get("rl.refit.bytes");
+      assertThat(written).isGreaterThan(fetched); // the floats and the file's header
+      assertThat(stages.get(3).attributes()).containsEntry("rl.refit.bytes", written);
+      SpanRecord refit = byId.get(u.parentSpanId());
+      if (refit != null && refit.name().equals("rl.grpo.refit")) {
+        inSteps++;
+        assertThat(run.traces().spans().stream().filter(s -> refit.spanId().equals(s.parentSpanId()))
+            .filter(s -> s.name().equals("rl.refit.put")).map(s -> s.attributes().get("rl.refit.bytes")))
+            .containsExactly(fetched);
+      }
+    }
+    assertThat(inSteps).isEqualTo((STEPS - 1) * WORKERS);
   }
 
   @Test
