@@ -63,7 +63,8 @@ final class RunCommand implements Callable<Integer> {
     Preflight.writableRunsDir(config.telemetry().runsDir(), env);
     Preflight.otlpSettings(config.telemetry(), env);
     Preflight.reachableRay(config.get(Keys.ADDRESS), env);
-    Trackers.check(config.telemetry(), env); // MLFLOW_TRACKING_URI and credentials, when telemetry.trackers lists mlflow
+    // MLFLOW_TRACKING_URI and credentials (mlflow), TensorBoard in the Ray virtualenv (tensorboard)
+    Trackers.check(config.telemetry(), env, RayHome.locate(env).venv().resolve("bin").resolve("python"));
     DriverSession.Builder b = DriverSession.builder(config.telemetry()).env(env)
         .workerJvmOptions(List.of("-Xmx" + config.get(Keys.WORKER_HEAP_MB) + "m", "-XX:+UseSerialGC"));
     if (!config.get(Keys.ADDRESS).isEmpty()) {

@@ -3,6 +3,7 @@ package dev.ravel.driver.trackers;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.runs.StepRecord;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -30,6 +31,8 @@ final class TensorBoardSink implements Sink {
   static final String ERR_FILE = "writer.err";
   /** How long the writer may take to close its file once its input ended. */
   static final long EXIT_TIMEOUT_S = 20;
+  /** How long the check of the interpreter may take. */
+  static final long CHECK_TIMEOUT_S = 60;
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final Path python;
@@ -48,6 +51,47 @@ final class TensorBoardSink implements Sink {
     this.python = python;
     this.pythonPath = pythonPath;
     this.logdir = runDir.resolve(DIR);
+  }
+
+  /**
+   * Fails unless {@code python} imports TensorBoard's event-file writer (the Ray virtualenv of
+   * {@code scripts/setup-ray.sh} has it).
+   *
+   * @throws ConfigException naming {@code telemetry.trackers}
+   */
+  static void checkPython(Path python) {
+    String why;
+    Path out = null;
+    try {
+      out = Files.createTempFile("ravel-tensorboard-check", ".txt");
+      Process p = new ProcessBuilder(python.toString(), "-c", "import tensorboard.summary.writer.event_file_writer")
+          .redirectErrorStream(true).redirectOutput(out.toFile()).start();
+      p.getOutputStream().close();
+      if (!p.waitFor(CHECK_TIMEOUT_S, TimeUnit.SECONDS)) {
+        p.destroyForcibly(); // our own child, not yet reaped: its PID is still its own
+        why = "did not answer within " + CHECK_TIMEOUT_S + " s";
+      } else if (p.exitValue() == 0) {
+        return;
+      } else {
+        String text = Files.readString(out, StandardCharsets.UTF_8).strip();
+        why = text.isEmpty() ? "exit code " + p.exitValue() : text.lines().reduce((x, y) -> y).orElse(text);
+      }
+    } catch (IOException e) {
+      why = e.getMessage();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      why = "interrupted";
+    } finally {
+      if (out != null) {
+        try {
+          Files.deleteIfExists(out);
+        } catch (IOException e) {
+          // a temporary file left behind
+        }
+      }
+    }
+    throw new ConfigException("telemetry.trackers", "tensorboard needs the tensorboard package in the Python of the"
+        + " Ray virtualenv (scripts/setup-ray.sh installs it): " + python + ": " + why);
   }
 
   @Override

@@ -41,6 +41,44 @@ public final class Trackers implements AutoCloseable {
   }
 
   /**
+   * The {@code mlflow} tracker's settings a submitted run's job gets from its submitter: where the server is, not
+   * who may write to it (credentials do not travel: Ray keeps a job's environment and serves it back).
+   */
+  public static final java.util.List<String> FORWARDED_TO_JOBS = java.util.List.of(MlflowSink.URI_ENV,
+      MlflowSink.EXPERIMENT_ENV);
+
+  /**
+   * Checks the {@code mlflow} tracker's settings in {@code env}, when {@code telemetry} lists it.
+   *
+   * @param telemetry the run's telemetry config
+   * @param env the environment the run's driver will have
+   * @throws dev.ravel.telemetry.config.ConfigException naming the variable of a missing or invalid setting
+   */
+  public static void checkMlflow(TelemetryConfig telemetry, Map<String, String> env) {
+    if (telemetry.trackers().contains(TrackerKind.MLFLOW)) {
+      MlflowSink.trackingUri(env);
+      MlflowSink.authorization(env);
+    }
+  }
+
+  /**
+   * Checks the settings of {@code telemetry}'s trackers without starting any: with {@code mlflow} listed,
+   * {@code MLFLOW_TRACKING_URI} must be an http(s) URL and a user name must come with its password; with
+   * {@code tensorboard} listed, {@code python} must import TensorBoard's writer.
+   *
+   * @param telemetry the run's telemetry config
+   * @param env the driver's environment
+   * @param python the interpreter of the TensorBoard writer (the Ray virtualenv's)
+   * @throws dev.ravel.telemetry.config.ConfigException naming the variable or key of a missing or invalid setting
+   */
+  public static void check(TelemetryConfig telemetry, Map<String, String> env, Path python) {
+    checkMlflow(telemetry, env);
+    if (telemetry.trackers().contains(TrackerKind.TENSORBOARD)) {
+      TensorBoardSink.checkPython(python);
+    }
+  }
+
+  /**
    * Checks the settings of {@code telemetry}'s trackers in {@code env} and starts them (each gets ready on its own
    * thread: creating the MLflow run, starting the TensorBoard writer; a failure there is a tracker failure, counted,
    * not the run's).
@@ -67,21 +105,6 @@ public final class Trackers implements AutoCloseable {
       });
     }
     return start(sinks, warn);
-  }
-
-  /**
-   * Checks the settings of {@code telemetry}'s trackers in {@code env} without starting any: with {@code mlflow}
-   * listed, {@code MLFLOW_TRACKING_URI} must be an http(s) URL and a user name must come with its password.
-   *
-   * @param telemetry the run's telemetry config
-   * @param env the driver's environment
-   * @throws dev.ravel.telemetry.config.ConfigException naming the variable of a missing or invalid setting
-   */
-  public static void check(TelemetryConfig telemetry, Map<String, String> env) {
-    if (telemetry.trackers().contains(TrackerKind.MLFLOW)) {
-      MlflowSink.trackingUri(env);
-      MlflowSink.authorization(env);
-    }
   }
 
   /** Trackers of {@code sinks}, started. */

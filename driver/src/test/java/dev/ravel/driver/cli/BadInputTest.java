@@ -168,6 +168,8 @@ final class BadInputTest {
         bad("MLFLOW_TRACKING_URI", "run", c, "telemetry.trackers=[mlflow,tensorboard]"),
         badEnv("MLFLOW_TRACKING_URI", Map.of("MLFLOW_TRACKING_URI", "file:///tmp/mlruns"), "run", c,
             "telemetry.trackers=mlflow"),
+        badEnv("telemetry.trackers", Map.of("RAVEL_RAY_VENV", tmp.resolve("no-venv").toString()), "run", c,
+            "telemetry.trackers=tensorboard"),
         badEnv("MLFLOW_TRACKING_PASSWORD", Map.of("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000",
             "MLFLOW_TRACKING_USERNAME", "me"), "run", c, "telemetry.trackers=mlflow"),
         // the world around the run, before anything starts
