@@ -176,8 +176,12 @@ final class TrackersIT {
 
   /** The run's steps.jsonl, a JSON object a line. */
   static List<JsonNode> stepLines() throws IOException {
+    return stepLines(RUN_ID);
+  }
+
+  static List<JsonNode> stepLines(String runId) throws IOException {
     List<JsonNode> out = new ArrayList<>();
-    for (String line : Files.readAllLines(dir.resolve("runs").resolve(RUN_ID).resolve("steps.jsonl"))) {
+    for (String line : Files.readAllLines(dir.resolve("runs").resolve(runId).resolve("steps.jsonl"))) {
       out.add(JSON.readTree(line));
     }
     return out;
@@ -185,12 +189,16 @@ final class TrackersIT {
 
   /** The MLflow run of the Ravel run, found by its tag as a user would find it. */
   static JsonNode mlflowRun() throws Exception {
+    return mlflowRun(RUN_ID);
+  }
+
+  static JsonNode mlflowRun(String ravelRunId) throws Exception {
     String experimentId = get("experiments/get-by-name?experiment_name=" + enc(EXPERIMENT))
         .path("experiment").path("experiment_id").asText();
     JsonNode runs = post("runs/search", JSON.createObjectNode().<com.fasterxml.jackson.databind.node.ObjectNode>set(
         "experiment_ids", JSON.createArrayNode().add(experimentId))
-        .put("filter", "tags.`ravel.run_id` = '" + RUN_ID + "'").toString()).path("runs");
-    assertThat(runs).as("MLflow runs tagged ravel.run_id=%s", RUN_ID).hasSize(1);
+        .put("filter", "tags.`ravel.run_id` = '" + ravelRunId + "'").toString()).path("runs");
+    assertThat(runs).as("MLflow runs tagged ravel.run_id=%s", ravelRunId).hasSize(1);
     return runs.get(0);
   }
 
@@ -214,10 +222,14 @@ final class TrackersIT {
 
   /** Each tag's values by step, as TensorBoard's own EventAccumulator reads the event files. */
   static Map<String, Map<Integer, Double>> tensorBoardScalars() throws Exception {
+    return tensorBoardScalars(RUN_ID);
+  }
+
+  static Map<String, Map<Integer, Double>> tensorBoardScalars(String runId) throws Exception {
     Path script = Path.of(System.getProperty("ravel.home", ".")).resolve("integration-tests/src/test/python/read_tensorboard.py");
-    Path out = dir.resolve("tensorboard-read.json");
+    Path out = dir.resolve("tensorboard-read-" + runId + ".json");
     ProcessBuilder pb = new ProcessBuilder(venv.resolve("bin/python").toString(), script.toString(),
-        dir.resolve("runs").resolve(RUN_ID).resolve("tensorboard").toString())
+        dir.resolve("runs").resolve(runId).resolve("tensorboard").toString())
         .redirectOutput(out.toFile()).redirectError(dir.resolve("tensorboard-read.err").toFile());
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
     Process p = pb.start();
@@ -237,6 +249,10 @@ final class TrackersIT {
    * line's JSON (not through Ravel's classes).
    */
   static Map<String, Map<Integer, Double>> fromStepsJsonl() throws IOException {
+    return fromStepsJsonl(RUN_ID);
+  }
+
+  static Map<String, Map<Integer, Double>> fromStepsJsonl(String runId) throws IOException {
     Map<String, String> paths = new LinkedHashMap<>();
     paths.put("rl.step.reward.mean", "/rewardMean");
     paths.put("rl.step.reward.std", "/rewardStd");
@@ -271,7 +287,7 @@ final class TrackersIT {
     paths.put("rl.buffer.depth", "/lag/bufferDepth");
     paths.put("rl.collector.in_flight", "/lag/inFlight");
     Map<String, Map<Integer, Double>> out = new TreeMap<>();
-    for (JsonNode line : stepLines()) {
+    for (JsonNode line : stepLines(runId)) {
       int step = line.path("step").asInt();
       paths.forEach((name, pointer) -> {
         JsonNode v = line.at(pointer);
@@ -348,6 +364,36 @@ final class TrackersIT {
     expected.forEach((name, byStep) -> assertThat(tb.get(name)).as(name).isEqualTo(byStep));
     assertThat(tb).isEqualTo(expected);
     assertThat(tb).as("the same series, the same values, in both trackers").isEqualTo(mlflowMetrics(mlflowRun()));
+  }
+
+  @Test
+  void resume_goesOnInTheSameMlflowRunAndEventFolder() throws Exception {
+    String id = "it-trackers-resumed";
+    Map<String, String> env = new HashMap<>(SharedRayHead.env());
+    env.put("MLFLOW_TRACKING_URI", base);
+    env.put("MLFLOW_EXPERIMENT_NAME", EXPERIMENT);
+    List<String> args = List.of("run", example(), "telemetry.runs_dir=" + dir.resolve("runs"),
+        "telemetry.trackers=[mlflow,tensorboard]");
+    List<String> first = new ArrayList<>(args);
+    first.addAll(List.of("grpo.steps=2", "telemetry.run_id=" + id));
+    RavelCommand.Result a = RavelCommand.run(env, 600, first.toArray(String[]::new));
+    assertThat(a.exitCode()).as(a.stdout() + a.stderr()).isZero();
+    List<String> more = new ArrayList<>(args);
+    more.addAll(List.of("grpo.steps=3", "--resume", id));
+
+    RavelCommand.Result b = RavelCommand.run(env, 600, more.toArray(String[]::new));
+
+    assertThat(b.exitCode()).as(b.stdout() + b.stderr()).isZero();
+    assertThat(b.stdout()).contains("trackers: mlflow 1/1 steps sent; tensorboard 1/1 steps sent");
+    JsonNode r = mlflowRun(id); // one MLflow run for the Ravel run
+    assertThat(r.path("info").path("status").asText()).isEqualTo("FINISHED");
+    Map<String, String> params = new HashMap<>();
+    r.path("data").path("params").forEach(p -> params.put(p.path("key").asText(), p.path("value").asText()));
+    assertThat(params).as("a param keeps its first value").containsEntry("grpo.steps", "2");
+    Map<String, Map<Integer, Double>> expected = fromStepsJsonl(id);
+    assertThat(expected.get("rl.step.reward.mean")).containsOnlyKeys(1, 2, 3);
+    assertThat(mlflowMetrics(r)).isEqualTo(expected);
+    assertThat(tensorBoardScalars(id)).isEqualTo(expected);
   }
 
   @Test
