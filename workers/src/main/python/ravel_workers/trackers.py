@@ -1,8 +1,8 @@
 """The ``tensorboard`` tracker's writer: a process of its own that the Java driver starts for a run with
 ``telemetry.trackers: [tensorboard]`` (``python -m ravel_workers.trackers LOGDIR``) and feeds one JSON line per step
-on standard input::
+on standard input (the names are the Java driver's, its ``TrackerMetrics``; this writer takes any)::
 
-    {"step": 3, "wall_time": 1733390000.5, "scalars": {"rl.step.reward.mean": 0.25, ...}}
+    {"step": 3, "wall_time": 1733390000.5, "scalars": {"<metric name>": 0.25, ...}}
 
 Each step's scalars go to TensorBoard event files under ``LOGDIR`` through TensorBoard's own writer
 (``EventFileWriter``), as float64 scalar tensors of the scalars plugin (the values of ``steps.jsonl``, not rounded to
