@@ -3,7 +3,8 @@
 # project-local virtualenv, idempotently, and prints the virtualenv's path. The driver and the Java workers
 # run on that Ray's own ray/jars/ray_dist.jar; the io.ray jars from Maven Central (2.39.0, the newest it
 # serves) are used only to compile. Override the location with RAVEL_RAY_VENV.
-# The dependencies of Ravel's Python workers (PyTorch, transformers, the OpenTelemetry Python SDK;
+# The dependencies of Ravel's Python workers (PyTorch, transformers, the OpenTelemetry Python SDK, TensorBoard's
+# writer for telemetry.trackers;
 # workers/src/main/python/requirements.txt) go into the same virtualenv, since Ray runs Python actors with the
 # interpreter of the virtualenv that started it: for the default Ray version unless RAVEL_PYTHON_WORKERS=0,
 # for another one only with RAVEL_PYTHON_WORKERS=1.
@@ -24,7 +25,7 @@ WANT="$(printf 'ray[default]==%s\n' "$RAY_VERSION"; cat "$HERE/ray-requirements.
   if [ "$PYTHON_WORKERS" != 0 ]; then cat "$WORKER_REQUIREMENTS"; fi)"
 CHECK='ray --version && test -f "$(dirname "$(dirname "$(command -v ray)")")"/lib/python*/site-packages/ray/jars/ray_dist.jar'
 if [ "$PYTHON_WORKERS" != 0 ]; then
-  CHECK="$CHECK"' && python -c "import torch, transformers, opentelemetry.sdk; print(\"torch\", torch.__version__, \"transformers\", transformers.__version__)"'
+  CHECK="$CHECK"' && python -c "import torch, transformers, opentelemetry.sdk, tensorboard; print(\"torch\", torch.__version__, \"transformers\", transformers.__version__, \"tensorboard\", tensorboard.__version__)"'
 fi
 
 . "$HERE/venv-lib.sh"

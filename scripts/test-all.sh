@@ -89,13 +89,14 @@ install_rays() {
 install_tools() {
   "$ROOT/scripts/setup-browser.sh" > "$WORK/chromium"
   "$ROOT/scripts/setup-openai-client.sh" | tail -n 1 > "$WORK/openai-venv"
+  "$ROOT/scripts/setup-mlflow.sh" | tail -n 1 > "$WORK/mlflow-venv"
   "$ROOT/scripts/setup-vllm.sh" | tail -n 1 > "$WORK/vllm-venv"
 }
 install_all() {
   local pids=() names=() i rc=0
   "$ROOT/scripts/setup-jaeger.sh" > "$WORK/jaeger" & pids+=($!); names+=(jaeger)
   install_rays & pids+=($!); names+=(rays)
-  install_tools & pids+=($!); names+=("browser, openai client and vLLM")
+  install_tools & pids+=($!); names+=("browser, openai client, MLflow and vLLM")
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || { echo "test-all: installing ${names[$i]} failed" >&2; rc=1; }
   done
@@ -107,6 +108,7 @@ COMPAT_VENV="$(cat "$WORK/compat-venv")"
 RAVEL_JAEGER_BIN="$(cat "$WORK/jaeger")"
 RAVEL_CHROMIUM="$(cat "$WORK/chromium")"
 OPENAI_VENV="$(cat "$WORK/openai-venv")"
+MLFLOW_VENV="$(cat "$WORK/mlflow-venv")"
 VLLM_VENV="$(cat "$WORK/vllm-venv")"
 export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
 ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
@@ -131,6 +133,7 @@ maven() {
     -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
     -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
     -Dravel.openai.venv="$OPENAI_VENV" \
+    -Dravel.mlflow.venv="$MLFLOW_VENV" \
     -Dravel.vllm.venv="$VLLM_VENV" \
     verify 2>&1 | tee "$WORK/maven.log"
   return "${PIPESTATUS[0]}"

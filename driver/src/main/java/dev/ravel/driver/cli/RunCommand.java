@@ -13,6 +13,7 @@ import dev.ravel.telemetry.runs.RunRecord;
 import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.jobs.JobContext;
 import dev.ravel.driver.session.DriverSession;
+import dev.ravel.driver.trackers.Trackers;
 import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.workers.fault.FaultStats;
 import dev.ravel.workers.generation.openai.OpenAiBackend;
@@ -62,6 +63,8 @@ final class RunCommand implements Callable<Integer> {
     Preflight.writableRunsDir(config.telemetry().runsDir(), env);
     Preflight.otlpSettings(config.telemetry(), env);
     Preflight.reachableRay(config.get(Keys.ADDRESS), env);
+    // MLFLOW_TRACKING_URI and credentials (mlflow), TensorBoard in the Ray virtualenv (tensorboard)
+    Trackers.check(config.telemetry(), env, RayHome.locate(env).venv().resolve("bin").resolve("python"));
     DriverSession.Builder b = DriverSession.builder(config.telemetry()).env(env)
         .workerJvmOptions(List.of("-Xmx" + config.get(Keys.WORKER_HEAP_MB) + "m", "-XX:+UseSerialGC"));
     if (!config.get(Keys.ADDRESS).isEmpty()) {
@@ -104,14 +107,23 @@ final class RunCommand implements Callable<Integer> {
     FaultStats faults = FaultStats.NONE;
     dev.ravel.telemetry.sdk.ExportStats spans = null;
     int unreported = 0;
+    String trackerSummary = null;
     // SIGINT/SIGTERM: the run stops after the step in progress, then flushes its spans, stops its head and
     // writes run.json (status interrupted); a second signal ends the process at once. Installed once Ray is
     // up (Ray's native runtime handles these signals itself otherwise, exiting at once); before that, the
     // JVM's default applies and the head's supervisor stops the head.
     java.util.concurrent.atomic.AtomicReference<String> signalled = new java.util.concurrent.atomic.AtomicReference<>();
-    try (DriverSession session = b.start()) {
-      GrpoRun run = new GrpoRun(session, config, new Progress(System.out, Terminal.redraw(), Terminal.columns()), from,
-          data);
+    RayHome home = RayHome.locate(env);
+    // the step metrics also go to the trackers (telemetry.trackers), each on a thread of its own: never in a step's way
+    try (Trackers trackers = Trackers.open(config.telemetry(), env, config.resolved(),
+            config.telemetry().trackers().isEmpty() ? "" : RunVersions.of(home.ravelHome()).get("git_commit"), home.venv().resolve("bin").resolve("python"),
+            home.ravelHome(), line -> System.err.println("ravel: " + line));
+        DriverSession session = b.start()) {
+      Progress progress = new Progress(System.out, Terminal.redraw(), Terminal.columns());
+      GrpoRun run = new GrpoRun(session, config, (m, total) -> {
+        trackers.step(m);
+        progress.onStep(m, total);
+      }, from, data);
       Signals.onInterrupt(name -> {
         signalled.set(name);
         run.requestStop();
@@ -165,6 +177,11 @@ final class RunCommand implements Callable<Integer> {
         processes.put("driver", session.telemetry().stats().json());
         session.actorStats().forEach((k, v) -> processes.put(k, v.json()));
         tel.put("processes", processes);
+        trackers.close(status.jsonName()); // within Trackers.CLOSE_TIMEOUT
+        if (trackers.any()) {
+          tel.put("trackers", trackers.json());
+          trackerSummary = trackers.summary();
+        }
         extra.put("telemetry", tel);
         extra.put(RunRecord.VERSIONS, RunVersions.of(RayHome.locate(env).ravelHome()));
         new RunRecord(runId, config.mode().configName(), status, started, Instant.now(), steps.size(),
@@ -196,6 +213,9 @@ final class RunCommand implements Callable<Integer> {
     if (spans != null && config.telemetry().enabled()) {
       System.out.println("spans: " + spans.summary() + (unreported == 0 ? ""
           : " (" + unreported + " actor(s) did not report: their spans are not counted)"));
+    }
+    if (trackerSummary != null) {
+      System.out.println(trackerSummary);
     }
     System.out.println("traces: " + config.telemetry().runDir() + "   (ravel trace " + runId + ", ravel report "
         + runId + ")");

@@ -8,6 +8,7 @@ import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.config.SpanGroup;
 import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.env.WorkerEnvironment;
+import dev.ravel.driver.trackers.Trackers;
 import dev.ravel.telemetry.otlp.OtlpSettings;
 import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import dev.ravel.telemetry.spans.ScopedSpan;
@@ -34,7 +35,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * with the headers in an owner-only file rather than as a value; trace-enabling {@code OTEL_*} masked
  * unless engine tracing is on), plus {@code RAVEL_RAY_VENV}, {@code RAVEL_RAY_VERSION} (and {@code RAVEL_RAY_JAR} when set) and {@code JAVA_HOME} for {@code bin/ravel}; the submission id; and the
  * submitter's {@code rl.job.submit} span as {@code RAVEL_PARENT_TRACEPARENT}/{@code RAVEL_PARENT_TRACESTATE}
- * ({@link JobContext}). The job's metadata holds {@code rl.run.id}; the submission id is
+ * ({@link JobContext}); with {@code telemetry.trackers} listing {@code mlflow}, the submitter's
+ * {@code MLFLOW_TRACKING_URI} and {@code MLFLOW_EXPERIMENT_NAME} (never its MLflow credentials). The job's metadata
+ * holds {@code rl.run.id}; the submission id is
  * {@code <run id>-<6 hex>} unless one is given.
  *
  * <p>{@link #submit(JobsClient)} opens {@code rl.job.submit} (group JOB) in the submitter's own process
@@ -79,6 +82,9 @@ public final class RunSubmission {
     this.extraEnv = new LinkedHashMap<>(b.extraEnv);
     this.entrypointNumCpus = b.entrypointNumCpus;
     this.entrypointNumGpus = b.entrypointNumGpus;
+    Map<String, String> jobEnv = new LinkedHashMap<>(env);
+    jobEnv.putAll(extraEnv);
+    Trackers.checkMlflow(config.telemetry(), jobEnv); // the job's MLFLOW_TRACKING_URI, before it is submitted
   }
 
   /** Starts describing the submission of the run that {@code configFile} (YAML) describes. */
@@ -125,6 +131,16 @@ public final class RunSubmission {
     vars.put("JAVA_HOME", System.getProperty("java.home"));
     vars.put(JobContext.SUBMISSION_ID_ENV, submissionId);
     vars.putAll(JobContext.toEnvironment(parent));
+    if (config.telemetry().trackers().contains(dev.ravel.telemetry.config.TrackerKind.MLFLOW)) {
+      // the job's driver sends the steps to the same tracking server; credentials are secrets and do not travel
+      // (Ray keeps a job's environment and serves it back)
+      for (String name : Trackers.FORWARDED_TO_JOBS) {
+        String v = env.getOrDefault(name, "");
+        if (!v.isBlank() && !extraEnv.containsKey(name)) {
+          vars.put(name, v);
+        }
+      }
+    }
     for (Map.Entry<String, String> e : extraEnv.entrySet()) {
       if (vars.containsKey(e.getKey()) || e.getKey().equals(JobContext.TRACEPARENT_ENV)
           || e.getKey().equals(JobContext.TRACESTATE_ENV)) {

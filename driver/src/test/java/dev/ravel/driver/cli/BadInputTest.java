@@ -164,6 +164,14 @@ final class BadInputTest {
         bad("telemetry.exporter", "run", c, "telemetry.exporter=kafka"),
         bad("telemetry.preset", "run", c, "telemetry.preset=everything"),
         bad("telemetry.engine_sample_ratio", "run", c, "telemetry.engine_sample_ratio=2"),
+        bad("telemetry.trackers", "run", c, "telemetry.trackers=[mlflow,wandb]"),
+        bad("MLFLOW_TRACKING_URI", "run", c, "telemetry.trackers=[mlflow,tensorboard]"),
+        badEnv("MLFLOW_TRACKING_URI", Map.of("MLFLOW_TRACKING_URI", "file:///tmp/mlruns"), "run", c,
+            "telemetry.trackers=mlflow"),
+        badEnv("telemetry.trackers", Map.of("RAVEL_RAY_VENV", tmp.resolve("no-venv").toString()), "run", c,
+            "telemetry.trackers=tensorboard"),
+        badEnv("MLFLOW_TRACKING_PASSWORD", Map.of("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000",
+            "MLFLOW_TRACKING_USERNAME", "me"), "run", c, "telemetry.trackers=mlflow"),
         // the world around the run, before anything starts
         bad("telemetry.runs_dir", "run", c, "telemetry.runs_dir=" + file),
         bad("cluster.address", "run", c, "cluster.address=" + closedAddress),
@@ -183,7 +191,8 @@ final class BadInputTest {
   void execute_badInputExitsWithTheUsageCodeAndOneLineNamingIt(String label, Map<String, String> extraEnv,
       List<String> args, String names) throws IOException {
     Map<String, String> env = new HashMap<>(System.getenv());
-    env.keySet().removeIf(k -> k.startsWith("OTEL_") || k.startsWith("RAVEL_") || k.equals("RAY_ADDRESS"));
+    env.keySet().removeIf(k -> k.startsWith("OTEL_") || k.startsWith("RAVEL_") || k.startsWith("MLFLOW_")
+        || k.equals("RAY_ADDRESS"));
     env.putAll(extraEnv);
     String tag = java.util.UUID.randomUUID().toString();
     env.put(TAG, tag);

@@ -89,6 +89,44 @@ class RunSubmissionTest {
   }
 
   @Test
+  void request_mlflowTracker_givesTheJobTheServerButNotTheCredentials() {
+    env.put("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000");
+    env.put("MLFLOW_EXPERIMENT_NAME", "grpo");
+    env.put("MLFLOW_TRACKING_TOKEN", "sekrit-token");
+    env.put("MLFLOW_TRACKING_PASSWORD", "sekrit-pw");
+    RunSubmission s = builder("telemetry.trackers=[mlflow]").build();
+
+    JobRequest r = s.request(TraceCarrier.EMPTY);
+
+    assertThat(r.envVars()).containsEntry("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+        .containsEntry("MLFLOW_EXPERIMENT_NAME", "grpo").doesNotContainKeys("MLFLOW_TRACKING_TOKEN",
+            "MLFLOW_TRACKING_PASSWORD");
+    assertThat(r.envVars().values()).noneMatch(v -> v.contains("sekrit"));
+    assertThat(r.toString()).doesNotContain("sekrit");
+  }
+
+  @Test
+  void request_noTracker_givesTheJobNoMlflowSetting() {
+    env.put("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000");
+
+    assertThat(builder().build().request(TraceCarrier.EMPTY).envVars().keySet()).noneMatch(k -> k.startsWith("MLFLOW_"));
+  }
+
+  @Test
+  void build_mlflowTrackerWithoutAServer_failsBeforeSubmittingNamingTheVariable() {
+    assertThatThrownBy(() -> builder("telemetry.trackers=[mlflow]").build()).isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith("MLFLOW_TRACKING_URI: not set");
+  }
+
+  @Test
+  void request_mlflowServerGivenWithEnv_isTheJobs() {
+    RunSubmission s = builder("telemetry.trackers=[mlflow]").envVar("MLFLOW_TRACKING_URI", "http://10.0.0.5:5000")
+        .build();
+
+    assertThat(s.request(TraceCarrier.EMPTY).envVars()).containsEntry("MLFLOW_TRACKING_URI", "http://10.0.0.5:5000");
+  }
+
+  @Test
   void request_extraEnvThatRavelSets_failsNamingIt() {
     RunSubmission s = builder().envVar("RAVEL_TELEMETRY_RUN_ID", "other").build();
 

@@ -37,7 +37,7 @@ public final class TelemetryConfig {
   public static final List<String> KEYS = List.of(
       "enabled", "preset", "span_groups", "engine_tracing", "engine_sample_ratio",
       "engine_slow_request_ms", "exporter", "run_id", "service_name", "resource_attributes", "runs_dir",
-      "env_passthrough", "shutdown_timeout_ms", "samples_per_step");
+      "env_passthrough", "shutdown_timeout_ms", "samples_per_step", "trackers");
 
   /** The OpenTelemetry variable that names the service when {@code telemetry.service_name} is not set. */
   public static final String OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME";
@@ -68,6 +68,7 @@ public final class TelemetryConfig {
   private final List<String> envPassthrough;
   private final Duration shutdownTimeout;
   private final int samplesPerStep;
+  private final Set<TrackerKind> trackers;
   private final Set<SpanGroup> groups;
 
   private TelemetryConfig(Builder b, boolean engineTracing) {
@@ -85,6 +86,8 @@ public final class TelemetryConfig {
     this.envPassthrough = List.copyOf(b.envPassthrough);
     this.shutdownTimeout = b.shutdownTimeout;
     this.samplesPerStep = b.samplesPerStep;
+    this.trackers = Collections.unmodifiableSet(b.trackers.isEmpty() ? EnumSet.noneOf(TrackerKind.class)
+        : EnumSet.copyOf(b.trackers));
     EnumSet<SpanGroup> g = copy(preset.groups());
     g.addAll(extraGroups);
     if (engineTracing) {
@@ -121,6 +124,7 @@ public final class TelemetryConfig {
     b.envPassthrough = new ArrayList<>(envPassthrough);
     b.shutdownTimeout = shutdownTimeout;
     b.samplesPerStep = samplesPerStep;
+    b.trackers = new ArrayList<>(trackers);
     return b;
   }
 
@@ -244,6 +248,7 @@ public final class TelemetryConfig {
       case "env_passthrough" -> b.envPassthrough(Values.list(where, value));
       case "shutdown_timeout_ms" -> b.shutdownTimeout(Duration.ofMillis(Values.longValue(where, value)));
       case "samples_per_step" -> b.samplesPerStep(Math.toIntExact(Values.longValue(where, value)));
+      case "trackers" -> b.trackers(Values.list(where, value).stream().map(s -> TrackerKind.parse(where, s)).toList());
       default -> throw new ConfigException(where, "unknown key");
     }
     b.origin(key, where);
@@ -271,6 +276,7 @@ public final class TelemetryConfig {
     env.put(ENV_PREFIX + "ENV_PASSTHROUGH", String.join(",", envPassthrough));
     env.put(ENV_PREFIX + "SHUTDOWN_TIMEOUT_MS", Long.toString(shutdownTimeout.toMillis()));
     env.put(ENV_PREFIX + "SAMPLES_PER_STEP", Integer.toString(samplesPerStep));
+    env.put(ENV_PREFIX + "TRACKERS", trackers.stream().map(TrackerKind::configName).collect(Collectors.joining(",")));
     return env;
   }
 
@@ -377,13 +383,23 @@ public final class TelemetryConfig {
     return samplesPerStep;
   }
 
+  /**
+   * The experiment trackers the run's step metrics also go to ({@code telemetry.trackers}; default none): each
+   * step's numbers as they end, beside {@code steps.jsonl}. A tracker that fails never fails a step.
+   *
+   * @return the trackers, unmodifiable, in declaration order of {@link TrackerKind}
+   */
+  public Set<TrackerKind> trackers() {
+    return trackers;
+  }
+
   @Override
   public String toString() {
     return "TelemetryConfig{enabled=" + enabled + ", preset=" + preset.configName() + ", groups=" + groups
         + ", engineTracing=" + engineTracing + ", engineSampleRatio=" + engineSampleRatio + ", exporter="
         + exporter.configName() + ", runId=" + runId + ", serviceName=" + serviceName + ", resourceAttributes=" + resourceAttributes
         + ", runsDir=" + runsDir
-        + ", envPassthrough=" + envPassthrough + "}";
+        + ", envPassthrough=" + envPassthrough + ", trackers=" + trackers + "}";
   }
 
   @Override
@@ -444,6 +460,7 @@ public final class TelemetryConfig {
     private List<String> envPassthrough = new ArrayList<>();
     private Duration shutdownTimeout = Duration.ofSeconds(5);
     private int samplesPerStep = 4;
+    private List<TrackerKind> trackers = new ArrayList<>();
     private final Map<String, String> origin = new LinkedHashMap<>();
 
     private Builder() {}
@@ -610,6 +627,17 @@ public final class TelemetryConfig {
      */
     public Builder samplesPerStep(int samples) {
       this.samplesPerStep = samples;
+      return this;
+    }
+
+    /**
+     * Sets the experiment trackers the step metrics also go to ({@code telemetry.trackers}; default none).
+     *
+     * @param trackers the trackers, not {@code null}; they replace any set before (a tracker named twice counts once)
+     * @return this builder
+     */
+    public Builder trackers(Collection<TrackerKind> trackers) {
+      this.trackers = new ArrayList<>(Objects.requireNonNull(trackers, "trackers"));
       return this;
     }
 

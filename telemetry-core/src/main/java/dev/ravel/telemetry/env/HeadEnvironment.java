@@ -11,7 +11,7 @@ import java.util.TreeMap;
 
 /**
  * The environment of a local Ray head that Ravel starts: the driver's own, minus every telemetry variable
- * (any {@code OTEL_*}, and Ravel's {@code RAVEL_TELEMETRY_*} and {@code RAVEL_OTLP_*}; see
+ * (any {@code OTEL_*} and {@code MLFLOW_*}, and Ravel's {@code RAVEL_TELEMETRY_*} and {@code RAVEL_OTLP_*}; see
  * {@link WorkerEnvironment#isTelemetryVariable}) unless {@code telemetry.env_passthrough} names it. Every
  * process the head starts later (raylet, dashboard, agents, Python and Java workers, job entrypoints)
  * inherits from it, so an OTLP endpoint or auth header of the driver's would otherwise reach them all.

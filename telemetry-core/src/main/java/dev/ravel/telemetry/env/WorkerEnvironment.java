@@ -69,6 +69,7 @@ public final class WorkerEnvironment {
 
   private static final String MASK = "****";
   private static final String OTEL_PREFIX = "OTEL_";
+  private static final String MLFLOW_PREFIX = "MLFLOW_";
 
   /** Names the file that holds the OTLP headers, instead of the headers themselves. */
   public static final String HEADERS_FILE = OtlpSettings.WORKER_PREFIX + "HEADERS_FILE";
@@ -117,7 +118,8 @@ public final class WorkerEnvironment {
       vars.put(TelemetryConfig.OTEL_RESOURCE_ATTRIBUTES, config.toEnvironment().get(TelemetryConfig.ENV_PREFIX + "RESOURCE_ATTRIBUTES"));
     }
     for (String name : config.envPassthrough()) {
-      if (MASKED.contains(name) || (isTelemetryVariable(name) && !name.startsWith(OTEL_PREFIX))) {
+      if (MASKED.contains(name) || name.startsWith(TelemetryConfig.ENV_PREFIX)
+          || name.startsWith(OtlpSettings.WORKER_PREFIX)) {
         throw new ConfigException("telemetry.env_passthrough",
             name + " is set by Ravel's worker-environment policy and cannot be passed through"
                 + (MASKED.contains(name) ? " (turn on telemetry.engine_tracing to let engines see OTLP settings)" : ""));
@@ -180,12 +182,13 @@ public final class WorkerEnvironment {
   }
 
   /**
-   * Whether {@code name} is a telemetry setting: any {@code OTEL_*} variable, or one of Ravel's own
+   * Whether {@code name} is a telemetry setting: any {@code OTEL_*} variable, any {@code MLFLOW_*} one (the
+   * {@code mlflow} tracker's server and credentials, which only the driver uses), or one of Ravel's own
    * ({@code RAVEL_TELEMETRY_*}, {@code RAVEL_OTLP_*}). The one list both the worker policy and the local
    * head's environment ({@link HeadEnvironment}) go by.
    */
   public static boolean isTelemetryVariable(String name) {
-    return name.startsWith(OTEL_PREFIX) || name.startsWith(TelemetryConfig.ENV_PREFIX)
+    return name.startsWith(OTEL_PREFIX) || name.startsWith(MLFLOW_PREFIX) || name.startsWith(TelemetryConfig.ENV_PREFIX)
         || name.startsWith(OtlpSettings.WORKER_PREFIX);
   }
 

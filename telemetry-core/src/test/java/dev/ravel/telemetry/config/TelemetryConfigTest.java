@@ -546,6 +546,36 @@ final class TelemetryConfigTest {
     assertThat(a).isEqualTo(a.toBuilder().build());
   }
 
+  @Test
+  void trackers_defaultToNone() {
+    assertThat(TelemetryConfig.fromMap(Map.of(), Map.of()).trackers()).isEmpty();
+  }
+
+  @Test
+  void trackers_fromAYamlListOrACommaString_countEachOnce() {
+    TelemetryConfig list = TelemetryConfig.fromMap(Map.of("trackers", List.of("tensorboard", "MLflow", "mlflow")),
+        Map.of());
+    TelemetryConfig text = TelemetryConfig.fromMap(Map.of(), Map.of("RAVEL_TELEMETRY_TRACKERS", "[mlflow, tensorboard]"));
+
+    assertThat(list.trackers()).containsExactly(TrackerKind.MLFLOW, TrackerKind.TENSORBOARD);
+    assertThat(text.trackers()).containsExactly(TrackerKind.MLFLOW, TrackerKind.TENSORBOARD);
+    assertThat(TelemetryConfig.fromMap(Map.of(), list.toEnvironment())).isEqualTo(list);
+  }
+
+  @Test
+  void trackers_unknownName_isAnErrorNamingTheKeyAndTheValue() {
+    ConfigException e = assertConfigError(
+        () -> TelemetryConfig.fromMap(Map.of("trackers", List.of("mlflow", "wandb")), Map.of()), "telemetry.trackers");
+
+    assertThat(e.getMessage()).contains("'wandb'").contains("mlflow, tensorboard");
+  }
+
+  @Test
+  void trackers_fromTheEnvironment_errorNamesTheVariable() {
+    assertConfigError(() -> TelemetryConfig.fromMap(Map.of(), Map.of("RAVEL_TELEMETRY_TRACKERS", "neptune")),
+        "RAVEL_TELEMETRY_TRACKERS");
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static ConfigException assertConfigError(ThrowingCallable call, String key) {

@@ -53,10 +53,24 @@ final class HeadEnvironmentTest {
   }
 
   @Test
-  void isTelemetryVariable_otelAndRavelsOwnOnly() {
+  void of_mlflowSettingsAndCredentials_areHeldBackFromTheHead() {
+    Map<String, String> driver = Map.of("PATH", "/usr/bin", "MLFLOW_TRACKING_URI", "http://127.0.0.1:5000",
+        "MLFLOW_TRACKING_TOKEN", "s3cr3t", "MLFLOW_TRACKING_USERNAME", "me", "MLFLOW_TRACKING_PASSWORD", "pw");
+
+    HeadEnvironment h = HeadEnvironment.of(TelemetryConfig.builder().build(), driver);
+
+    assertThat(h.variables()).containsOnlyKeys("PATH");
+    assertThat(h.heldBack()).containsExactly("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+        "MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME");
+    assertThat(h.summary()).doesNotContain("s3cr3t").doesNotContain("pw");
+  }
+
+  @Test
+  void isTelemetryVariable_otelMlflowAndRavelsOwnOnly() {
     assertThat(WorkerEnvironment.isTelemetryVariable("OTEL_TRACES_SAMPLER")).isTrue();
     assertThat(WorkerEnvironment.isTelemetryVariable("RAVEL_TELEMETRY_RUN_ID")).isTrue();
     assertThat(WorkerEnvironment.isTelemetryVariable("RAVEL_OTLP_ENDPOINT")).isTrue();
+    assertThat(WorkerEnvironment.isTelemetryVariable("MLFLOW_TRACKING_TOKEN")).isTrue();
     assertThat(WorkerEnvironment.isTelemetryVariable("RAVEL_RAY_VENV")).isFalse();
     assertThat(WorkerEnvironment.isTelemetryVariable("PATH")).isFalse();
   }

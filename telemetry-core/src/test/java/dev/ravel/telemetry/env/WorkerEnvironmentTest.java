@@ -190,6 +190,19 @@ final class WorkerEnvironmentTest {
   // ---------------------------------------------------------------- pass-through
 
   @Test
+  void of_mlflowCredentialsOfTheDriver_reachNoWorker() {
+    TelemetryConfig c = config().trackers(List.of(dev.ravel.telemetry.config.TrackerKind.MLFLOW)).build();
+    Map<String, String> driverEnv = Map.of("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000",
+        "MLFLOW_TRACKING_TOKEN", "s3cr3t", "MLFLOW_TRACKING_PASSWORD", "pw");
+
+    WorkerEnvironment w = WorkerEnvironment.of(c, OTLP, driverEnv);
+
+    assertThat(w.variables().keySet()).noneMatch(k -> k.startsWith("MLFLOW_"));
+    assertThat(w.variables().values()).doesNotContain("s3cr3t", "pw");
+    assertThat(w.variables()).containsEntry("RAVEL_TELEMETRY_TRACKERS", "mlflow");
+  }
+
+  @Test
   void of_envPassthroughCopiesListedVariablesAndSkipsAbsentOnes() {
     TelemetryConfig c = config().envPassthrough(List.of("HF_HOME", "NCCL_DEBUG", "NOT_SET_ANYWHERE")).build();
     Map<String, String> driverEnv = Map.of("HF_HOME", "/data/hf", "NCCL_DEBUG", "INFO", "UNLISTED", "x");
