@@ -35,6 +35,18 @@ final class TrackerMetrics {
   static final String POLICY_LAG_MEAN = StepMetricNames.POLICY_LAG + ".mean";
   /** The largest policy lag of the step's trajectories. */
   static final String POLICY_LAG_MAX = StepMetricNames.POLICY_LAG + ".max";
+  /** Requests the generation engines finished over the step. */
+  static final String ENGINE_REQUESTS = "rl.step.engine.requests";
+  /** Mean seconds from a request's arrival to its first scheduling, over the step's scheduled requests. */
+  static final String ENGINE_QUEUE_TIME = "rl.step.engine.queue_time.mean";
+  /** Evictions from the engines' running batches over the step. */
+  static final String ENGINE_PREEMPTIONS = "rl.step.engine.preemptions";
+  /** Requests running over the step, time-weighted mean, summed over the engines. */
+  static final String ENGINE_RUNNING = "rl.step.engine.running.mean";
+  /** Requests waiting over the step, time-weighted mean, summed over the engines. */
+  static final String ENGINE_WAITING = "rl.step.engine.waiting.mean";
+  /** Share of the KV budget held over the step, time-weighted mean, averaged over the engines. */
+  static final String ENGINE_KV_USAGE = "rl.step.engine.kv_cache.usage.mean";
 
   /**
    * The step's numbers by name, in a fixed order; fields a step did not record (no eval, a record written before
@@ -95,6 +107,21 @@ final class TrackerMetrics {
       out.put(StepMetricNames.BUFFER_DEPTH, (double) lag.bufferDepth());
       out.put(StepMetricNames.COLLECTOR_IN_FLIGHT, (double) lag.inFlight());
     }
+    StepRecord.Engine engine = m.engine();
+    if (engine != null) { // a value an engine does not measure (null) is left out
+      out.put(ENGINE_REQUESTS, (double) engine.requests());
+      putIfKnown(out, ENGINE_QUEUE_TIME, engine.queueTimeMean());
+      out.put(ENGINE_PREEMPTIONS, (double) engine.preemptions());
+      putIfKnown(out, ENGINE_RUNNING, engine.runningMean());
+      putIfKnown(out, ENGINE_WAITING, engine.waitingMean());
+      putIfKnown(out, ENGINE_KV_USAGE, engine.kvUsageMean());
+    }
     return out;
+  }
+
+  private static void putIfKnown(Map<String, Double> out, String name, Double value) {
+    if (value != null) {
+      out.put(name, value);
+    }
   }
 }

@@ -17,7 +17,7 @@ final class Steps {
         new StepRecord.Eval(0.75, 0.5, 8),
         new StepRecord.Update(1.25, 1e-3, 2.5, 0.01, 0.02, 0.03, 1.01, 1.5, 0.04, 3, 13, 1),
         new StepRecord.Rewards(Map.of("format", 0.9), 1),
-        new StepRecord.Lag(Map.of(0, 12, 1, 4), 0.25, 1, 5, 2));
+        new StepRecord.Lag(Map.of(0, 12, 1, 4), 0.25, 1, 5, 2), new StepRecord.Engine(24, 0.125, 2, 1.5, 0.5, 0.25));
   }
 
   static StepRecord plain(int step) {

@@ -30,7 +30,10 @@ final class TrackerMetricsTest {
         entry("rl.step.kept_sequences", 13.0), entry("rl.step.epochs", 1.0),
         entry("rl.step.reward.component.format", 0.9), entry("rl.step.reward.failed", 1.0),
         entry("rl.step.policy_lag.mean", 0.25), entry("rl.step.policy_lag.max", 1.0), entry("rl.buffer.depth", 5.0),
-        entry("rl.collector.in_flight", 2.0));
+        entry("rl.collector.in_flight", 2.0), entry("rl.step.engine.requests", 24.0),
+        entry("rl.step.engine.queue_time.mean", 0.125), entry("rl.step.engine.preemptions", 2.0),
+        entry("rl.step.engine.running.mean", 1.5), entry("rl.step.engine.waiting.mean", 0.5),
+        entry("rl.step.engine.kv_cache.usage.mean", 0.25));
   }
 
   @Test

@@ -296,6 +296,16 @@ final class TrackersIT {
       });
       out.computeIfAbsent("rl.completion.clipped_share", k -> new TreeMap<>()).put(step,
           line.at("/completions/clipped").asDouble() / line.at("/trajectories").asDouble());
+      // the engines over the step: a value an engine did not measure (no request scheduled in it) is absent
+      Map.of("rl.step.engine.requests", "/engine/requests", "rl.step.engine.queue_time.mean", "/engine/queueTimeMean",
+          "rl.step.engine.preemptions", "/engine/preemptions", "rl.step.engine.running.mean", "/engine/runningMean",
+          "rl.step.engine.waiting.mean", "/engine/waitingMean", "rl.step.engine.kv_cache.usage.mean",
+          "/engine/kvUsageMean").forEach((name, pointer) -> {
+            if (line.at(pointer).isNumber()) {
+              out.computeIfAbsent(name, k -> new TreeMap<>()).put(step, line.at(pointer).asDouble());
+            }
+          });
+      assertThat(line.at("/engine/requests").isNumber()).as("steps.jsonl step %s has the engines", step).isTrue();
       line.path("phases").fields().forEachRemaining(p ->
           out.computeIfAbsent("rl.step.phase.duration." + p.getKey(), k -> new TreeMap<>()).put(step, p.getValue().asDouble()));
       line.path("rewards").path("components").fields().forEachRemaining(c ->
