@@ -364,6 +364,65 @@ public final class StepView {
   }
 
   /**
+   * The driver-to-worker hop of the step's generation: each {@code rl.vllm.generate}'s duration over that of
+   * its slowest worker call ({@code rl.worker.generate*} child), the median over the step's calls (1.0: the
+   * driver waited for the engines and nothing else). NaN when the step has no such call.
+   */
+  public double hopRatio() {
+    List<Double> ratios = new ArrayList<>();
+    for (SpanNode n : nodes) {
+      if (!n.name().equals(dev.ravel.telemetry.spans.SpanNames.VLLM_GENERATE)) {
+        continue;
+      }
+      long slowest = n.children().stream().filter(c -> isWorkerGenerate(c.name()))
+          .mapToLong(c -> c.span().durationNanos()).max().orElse(0);
+      if (slowest > 0) {
+        ratios.add(n.span().durationNanos() / (double) slowest);
+      }
+    }
+    return median(ratios);
+  }
+
+  /**
+   * How much of a worker's generate call its engine was at work: the extent of the call's {@code llm_request}
+   * spans (first start to last end) over the call's duration, the median over the step's calls that have engine
+   * spans. NaN without any (engine tracing off, or sampled out).
+   */
+  public double engineShare() {
+    List<Double> shares = new ArrayList<>();
+    for (SpanNode n : nodes) {
+      if (!isWorkerGenerate(n.name()) || n.span().durationNanos() <= 0) {
+        continue;
+      }
+      long first = Long.MAX_VALUE;
+      long last = Long.MIN_VALUE;
+      for (SpanNode c : n.children()) {
+        if (c.name().equals(dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST)) {
+          first = Math.min(first, c.span().startNanos());
+          last = Math.max(last, c.span().endNanos());
+        }
+      }
+      if (last > first) {
+        shares.add((last - first) / (double) n.span().durationNanos());
+      }
+    }
+    return median(shares);
+  }
+
+  private static boolean isWorkerGenerate(String name) {
+    return name.equals("rl.worker.generate") || name.equals("rl.worker.generate_async");
+  }
+
+  private static double median(List<Double> values) {
+    if (values.isEmpty()) {
+      return Double.NaN;
+    }
+    List<Double> sorted = values.stream().sorted().toList();
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
+  /**
    * The spans on the critical path, in display order (the root first). Jaeger's rule: from the root's end,
    * take the child that finished last at or before the current point, follow it recursively, move the point
    * to its start and repeat; gaps between such children are the parent's own time. Children are clipped to

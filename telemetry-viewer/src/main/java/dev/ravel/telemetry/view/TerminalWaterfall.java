@@ -117,6 +117,10 @@ public final class TerminalWaterfall {
     out.addAll(pack(meta, "", "", width));
     if (grpo) {
       out.addAll(pack(phaseItems(model.phases()), "phases: ", "  ", width));
+      List<String> hop = hopItems(step);
+      if (!hop.isEmpty()) {
+        out.addAll(pack(hop, "generation: ", "  ", width));
+      }
       out.addAll(pack(goodputItems(model.goodput()), "goodput: ", "  ", width));
     }
     List<String> legend = new ArrayList<>();
@@ -386,6 +390,7 @@ public final class TerminalWaterfall {
       items.add("good " + pct(gp.productive()) + "/" + pct(gp.overhead()) + "/" + pct(gp.idle()) + "/"
           + pct(gp.wasted()) + "%");
       items.addAll(phaseItems(WaterfallModel.phases(s)));
+      items.addAll(hopItems(s));
       if (!s.mode().isEmpty()) {
         items.add("(" + Fmt.clean(s.mode()) + ")");
       }
@@ -417,6 +422,23 @@ public final class TerminalWaterfall {
 
   private static int columns(String s) {
     return s.codePointCount(0, s.length());
+  }
+
+  /**
+   * The generation hop's two ratios where the step has them: {@code hop} (the driver's {@code rl.vllm.generate}
+   * over its slowest worker call) and {@code engine} (the engine spans' extent over a worker call).
+   */
+  private static List<String> hopItems(StepView s) {
+    List<String> items = new ArrayList<>();
+    double hop = s.hopRatio();
+    if (Double.isFinite(hop)) {
+      items.add(String.format(java.util.Locale.ROOT, "hop %.2fx", hop));
+    }
+    double engine = s.engineShare();
+    if (Double.isFinite(engine)) {
+      items.add(String.format(java.util.Locale.ROOT, "engine %.2f", engine));
+    }
+    return items;
   }
 
   private static String pct(double share) {

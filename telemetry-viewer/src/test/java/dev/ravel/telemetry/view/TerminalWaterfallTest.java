@@ -182,11 +182,24 @@ final class TerminalWaterfallTest {
     assertThat(text).contains("steps 3").contains("spans 50").contains("errors 2").contains("unconnected 3");
     assertThat(l).contains(
         "     0  50.0ms    err 0   good 6/13/81/0%  data 2%  refit 12%  logprobs 2%  adv 1%  train 3%  starved 80%"
-            + "  (async)",
+            + "  hop 1.05x  engine 0.95  (async)",
         "     1  50.0ms    err 0   good 68/12/20/0%  data 2%  refit 20%  logprobs 8%  adv 2%  train 58%  starved 10%"
             + "  (async)",
         "!    5  100ms     err 1   good 80/20/0/0%  data 5%  refit 10%  gen 50%  reward 5%  logprobs 5%  adv 1%"
-            + "  train 19%  ckpt 3%  (sync)");
+            + "  train 19%  ckpt 3%  hop 1.04x  engine 0.96  (sync)");
+  }
+
+  @Test
+  void hopRatioAndEngineShare_theGenerationHopOfTheSyncStep() {
+    StepView step5 = run.step(5).orElseThrow();
+    // rl.vllm.generate 48 ms over its slowest worker call, 46 ms
+    assertThat(step5.hopRatio()).isCloseTo(48.0 / 46, org.assertj.core.data.Offset.offset(1e-9));
+    // the engine spans' extent over each worker call: 41 of 43 ms and 44 of 46 ms, the median of the two
+    assertThat(step5.engineShare()).isCloseTo((41.0 / 43 + 44.0 / 46) / 2, org.assertj.core.data.Offset.offset(1e-9));
+    assertThat(term.render(step5, 200, false)).contains("generation: hop 1.04x  engine 0.96");
+    // step 1 of this run trains on what step 0's calls generated: no generation under it, no ratios
+    assertThat(run.step(1).orElseThrow().hopRatio()).isNaN();
+    assertThat(run.step(1).orElseThrow().engineShare()).isNaN();
   }
 
   @Test
