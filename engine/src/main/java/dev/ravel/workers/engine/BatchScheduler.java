@@ -142,6 +142,7 @@ final class BatchScheduler {
         intake(s);
       }
       admit();
+      publish(); // the batch the model steps with: the load integrals count it over the forward pass
       if (!running.isEmpty()) {
         decode();
       }
