@@ -1,8 +1,10 @@
 package dev.ravel.telemetry.view;
 
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.StringJoiner;
 
 /**
@@ -38,6 +40,9 @@ public final class TerminalWaterfall {
 
   /** The fewest same-named sibling spans folded into one row. */
   public static final int FOLD_MIN = 3;
+  /** The children of {@code llm_request} that fold with it (its lifecycle). */
+  private static final Set<String> LIFECYCLE = Set.of(SpanNames.LLM_REQUEST_QUEUED, SpanNames.LLM_REQUEST_PREFILL,
+      SpanNames.LLM_REQUEST_DECODE, SpanNames.LLM_REQUEST_PREEMPTED);
 
   /** Consumed rollouts listed by {@link #render} before "... and N more". */
   static final int MAX_ROLLOUT_LINES = 10;
@@ -85,7 +90,8 @@ public final class TerminalWaterfall {
    * As {@link #render(StepView, int, boolean)}; unless {@code expand}, a run of {@value #FOLD_MIN} or more
    * sibling leaf spans with the same name in the same process and without errors (29 {@code llm_request}
    * under one worker) is one row: {@code name xN}, a bar from the first start to the last end, and the
-   * count, median and longest duration.
+   * count, median and longest duration. An {@code llm_request}'s lifecycle children (queued, prefill, decode,
+   * preempted) fold with it; a request that does not fold (an error, too few siblings) shows them below it.
    */
   public String render(StepView step, int width, boolean ansi, boolean expand) {
     checkWidth(width);
@@ -191,28 +197,52 @@ public final class TerminalWaterfall {
           out.add(line(r, ""));
           continue;
         }
+        // the rows this line stands for: one, or a run of foldable siblings with the rows of their subtrees
         int end = i + 1;
+        List<WaterfallModel.Row> group = List.of(r);
         if (fold && foldable(r)) {
-          while (end < rows.size() && sameGroup(r, rows.get(end))) {
-            end++;
+          List<WaterfallModel.Row> members = new ArrayList<>();
+          members.add(r);
+          int j = afterSubtree(rows, i);
+          int groupEnd = j;
+          while (j < rows.size() && sameGroup(r, rows.get(j))) {
+            members.add(rows.get(j));
+            j = afterSubtree(rows, j);
+            groupEnd = j;
+          }
+          if (members.size() >= FOLD_MIN) {
+            group = members;
+            end = groupEnd;
           }
         }
-        if (end - i < FOLD_MIN) {
-          end = i + 1;
-        }
         guides.subList(depth - 1, guides.size()).clear();
-        boolean last = rows.get(end - 1).lastChild();
+        boolean last = group.get(group.size() - 1).lastChild();
         String connector = unit == 2 ? (last ? g.lastBranch() : g.branch())
             : (last ? g.lastBranch().substring(0, 1) : g.branch().substring(0, 1));
         String prefix = String.join("", guides) + connector;
-        out.add(end - i == 1 ? line(r, prefix) : folded(rows.subList(i, end), prefix));
+        out.add(group.size() == 1 ? line(r, prefix) : folded(group, prefix));
         guides.add(last ? " ".repeat(unit) : g.pipe() + " ".repeat(unit - 1));
         i = end - 1;
       }
     }
 
+    /**
+     * Whether {@code r} may fold with its siblings: no error, and no children but the lifecycle phases of an
+     * {@code llm_request} (themselves leaves without errors), which fold with it.
+     */
     private static boolean foldable(WaterfallModel.Row r) {
-      return !r.node().hasChildren() && !r.span().isError();
+      return !r.span().isError() && r.node().children().stream()
+          .allMatch(c -> LIFECYCLE.contains(c.name()) && !c.hasChildren() && !c.span().isError());
+    }
+
+    /** The index of the first row after row {@code k} and the rows of its subtree. */
+    private static int afterSubtree(List<WaterfallModel.Row> rows, int k) {
+      int depth = rows.get(k).node().depth();
+      int m = k + 1;
+      while (m < rows.size() && rows.get(m).node().depth() > depth) {
+        m++;
+      }
+      return m;
     }
 
     private static boolean sameGroup(WaterfallModel.Row first, WaterfallModel.Row r) {
