@@ -20,7 +20,12 @@ requests of the batch are unaffected by an invalid one.
 
 Each finished request gets an ``llm_request`` span (kind SERVER, child of the context given to
 ``submit``, from arrival to finish, vLLM's attribute names) when engine tracing is on and the
-:class:`RequestSampler` keeps it.
+:class:`RequestSampler` keeps it, with the children that tile it as the Java engine's do: ``llm_request.queued``
+(arrival to the start of its group's prefill, ``scheduled``), ``llm_request.prefill`` (to the first token; its
+input tokens, ``rl.engine.recompute`` false, the weight version) and ``llm_request.decode`` (to the finish; its
+output tokens, the first included, and the weight version). This engine never preempts and never changes
+weights inside a request, so there is no ``llm_request.preempted`` and never more than one prefill and decode.
+A request that never runs (invalid, aborted, ``max_tokens`` 0) has only ``queued``.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import Any
 
 import torch
 from opentelemetry import context as otel_context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
 from . import names
@@ -338,14 +343,12 @@ class TransformersEngine:
 
     def _run(self, batch: list[_Sequence]) -> None:
         groups: dict[int, list[_Sequence]] = {}
-        now = time.time_ns()
         for s in batch:
             problem = self._invalid(s.request)
             if problem is not None:
                 self._finish(s, "error", problem)
                 continue
-            s.scheduled = now
-            if s.request.params.max_tokens == 0:
+            if s.request.params.max_tokens == 0:  # never runs: never scheduled
                 self._finish(s, "length", None)
                 continue
             groups.setdefault(len(s.request.prompt_tokens), []).append(s)
@@ -368,6 +371,10 @@ class TransformersEngine:
         steps = max(s.request.params.max_tokens for s in seqs)
         alive = [True] * len(seqs)
         version = self._version
+        now = time.time_ns()  # the group's prefill starts: until now its requests waited (for earlier groups too)
+        for s in seqs:
+            s.scheduled = now
+            s.version = version
         # each request's uniform draws for all its steps at once: the same numbers as one draw per step (a
         # generator's stream does not depend on how it is read), without a Python call per request per token
         sampled = torch.tensor([s.request.params.temperature != 0 for s in seqs])
@@ -470,6 +477,29 @@ class TransformersEngine:
                                                        attributes=attributes, start_time=stats.arrival_epoch_nanos)
         if reason == "error":
             span.set_status(Status(StatusCode.ERROR, error or ""))
+        if span.is_recording():
+            self._emit_phases(span, s, stats)
         span.end(end_time=stats.finish_epoch_nanos)
         return bool(span.get_span_context().trace_flags.sampled) and span.get_span_context().is_valid
 
+    def _emit_phases(self, parent: Span, s: _Sequence, stats: RequestStats) -> None:
+        """The children of ``parent`` that tile it: queued, then prefill and decode when the request ran."""
+        phases: list[tuple[str, int, dict[str, AttributeValue]]] = [(names.LLM_REQUEST_QUEUED, s.arrival, {})]
+        if s.scheduled:
+            phases.append((names.LLM_REQUEST_PREFILL, s.scheduled, {
+                names.USAGE_INPUT_TOKENS: len(s.request.prompt_tokens), names.ENGINE_RECOMPUTE: False,
+                names.WEIGHT_VERSION: s.version}))
+        if s.first_token:
+            phases.append((names.LLM_REQUEST_DECODE, s.first_token, {
+                names.USAGE_OUTPUT_TOKENS: len(s.completion), names.WEIGHT_VERSION: s.version}))
+        context = set_span_in_context(parent)
+        tracer = self.telemetry.engine_tracer
+        starts = [p[1] for p in phases]
+        for i in range(1, len(starts)):  # the wall clock may step back: no phase starts before the previous one
+            starts[i] = max(starts[i], starts[i - 1])
+        for i, (name, _, attributes) in enumerate(phases):
+            start = starts[i]
+            end = starts[i + 1] if i + 1 < len(starts) else max(stats.finish_epoch_nanos, start)
+            child = tracer.start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=attributes,
+                                      start_time=start)
+            child.end(end_time=end)

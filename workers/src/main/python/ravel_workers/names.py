@@ -40,6 +40,11 @@ LLM_REQUEST: Final[str] = CONTRACT["spans"]["llm_request"]
 #: Refit stages a Python actor opens (Java ``SpanNames``): the trainer's gather-and-serialise, an engine's load.
 REFIT_GATHER: Final[str] = CONTRACT["refit_spans"]["REFIT_GATHER"]
 REFIT_LOAD: Final[str] = CONTRACT["refit_spans"]["REFIT_LOAD"]
+#: The children of ``llm_request`` that tile it, one per stage of the request's lifecycle (Java ``SpanNames``).
+LLM_REQUEST_QUEUED: Final[str] = CONTRACT["spans"]["llm_request_queued"]
+LLM_REQUEST_PREFILL: Final[str] = CONTRACT["spans"]["llm_request_prefill"]
+LLM_REQUEST_DECODE: Final[str] = CONTRACT["spans"]["llm_request_decode"]
+LLM_REQUEST_PREEMPTED: Final[str] = CONTRACT["spans"]["llm_request_preempted"]
 #: Role spans are ``<prefix><spans>.<method>``, as ``RavelActor`` names them.
 ROLE_SPAN_PREFIX: Final[str] = CONTRACT["spans"]["role_span_prefix"]
 
@@ -64,6 +69,10 @@ LATENCY_TIME_IN_MODEL_INFERENCE: Final[str] = _ENGINE["LATENCY_TIME_IN_MODEL_INF
 ENGINE_PREEMPTIONS: Final[str] = _ENGINE["ENGINE_PREEMPTIONS"]
 ENGINE_KEEP_REASON: Final[str] = _ENGINE["ENGINE_KEEP_REASON"]
 WEIGHT_VERSION: Final[str] = _ENGINE["WEIGHT_VERSION"]
+# the lifecycle children's attributes (GenAI names; Java EngineNames)
+USAGE_INPUT_TOKENS: Final[str] = _ENGINE["USAGE_INPUT_TOKENS"]
+USAGE_OUTPUT_TOKENS: Final[str] = _ENGINE["USAGE_OUTPUT_TOKENS"]
+ENGINE_RECOMPUTE: Final[str] = _ENGINE["ENGINE_RECOMPUTE"]
 OPERATION_TEXT_COMPLETION: Final[str] = CONTRACT["engine_values"]["OPERATION_TEXT_COMPLETION"]
 
 # the role spans' attributes (Java RavelAttributes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from types import SimpleNamespace
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 from opentelemetry import trace
 
-from ravel_workers import policy
+from ravel_workers import names, policy
 from ravel_workers.engine import TransformersEngine, sample_tokens
 from ravel_workers.grpo import completion_logprobs
 from ravel_workers.names import CONTRACT
@@ -218,7 +219,7 @@ def test_llm_request_spans(make_telemetry):
         parent = extract_carrier(carrier())
         ok, bad = e.submit([req("req-0", [10], 4, 0.0), req("bad", [99])], parent)
         assert ok.traced and bad.traced
-        spans = {s["_attributes"]["gen_ai.request.id"]: s for s in spans_of(t)}
+        spans = {s["_attributes"]["gen_ai.request.id"]: s for s in spans_of(t) if s["name"] == names.LLM_REQUEST}
         s = spans["req-0"]
         assert s["name"] == "llm_request" and s["kind"] == 2 and s["_scope"] == "dev.ravel.workers.engine"
         assert s["traceId"] == TRACEPARENT.split("-")[1] and s["parentSpanId"] == TRACEPARENT.split("-")[2]
@@ -230,9 +231,60 @@ def test_llm_request_spans(make_telemetry):
         assert a["gen_ai.request.model"] == "tiny" and a["gen_ai.operation.name"] == "text_completion"
         assert a["rl.weight_version"] == "0" and a["gen_ai.request.n"] == "1"
         assert a["gen_ai.latency.e2e"] == pytest.approx(ok.stats.e2e())
-        assert set(a) == set(CONTRACT["engine_attributes"].values())  # every key of the contract, no other
+        # every key of the contract but those of the lifecycle children, no other
+        children_only = {names.USAGE_INPUT_TOKENS, names.USAGE_OUTPUT_TOKENS, names.ENGINE_RECOMPUTE}
+        assert set(a) == set(CONTRACT["engine_attributes"].values()) - children_only
         assert spans["bad"]["status"]["code"] == 2 and spans["bad"]["_attributes"]["rl.engine.keep_reason"] == "error"
         assert e.stats().spans_kept == 2 and e.stats().spans_sampled_out == 0
+    finally:
+        e.close()
+
+
+def _children(spans, parent):
+    """The children of ``parent`` in time order."""
+    kids = [s for s in spans if s.get("parentSpanId") == parent["spanId"] and s["traceId"] == parent["traceId"]]
+    return sorted(kids, key=lambda s: (int(s["startTimeUnixNano"]), int(s["endTimeUnixNano"])))
+
+
+def _assert_tiles(parent, children):
+    """``children`` are internal spans from the parent's start to its end, each starting where the last ended."""
+    assert children and all(c["kind"] == 1 for c in children)
+    assert children[0]["startTimeUnixNano"] == parent["startTimeUnixNano"]
+    for before, after in itertools.pairwise(children):
+        assert after["startTimeUnixNano"] == before["endTimeUnixNano"]
+    assert children[-1]["endTimeUnixNano"] == parent["endTimeUnixNano"]
+    total = sum(int(c["endTimeUnixNano"]) - int(c["startTimeUnixNano"]) for c in children)
+    assert total == int(parent["endTimeUnixNano"]) - int(parent["startTimeUnixNano"])
+
+
+def test_llm_request_children_tile_it_queued_prefill_decode(make_telemetry):
+    t = make_telemetry("generation_worker", engine_tracing="true", engine_sample_ratio="1.0")
+    e = TransformersEngine(NextTokenLM(), vocab_size=14, eos_token=EOS, max_positions=16, telemetry=t,
+                           weight_version=4)
+    try:
+        ok, bad, zero = e.submit([req("ok", [9, 10], 4, 0.0), req("bad", [99]), req("zero", [1], 0)],
+                                 extract_carrier(carrier()))
+        spans = spans_of(t)
+        parents = {s["_attributes"]["gen_ai.request.id"]: s for s in spans if s["name"] == names.LLM_REQUEST}
+        kids = _children(spans, parents["ok"])
+        assert [c["name"] for c in kids] == [names.LLM_REQUEST_QUEUED, names.LLM_REQUEST_PREFILL,
+                                             names.LLM_REQUEST_DECODE]
+        _assert_tiles(parents["ok"], kids)
+        st = ok.stats
+        assert [int(c["startTimeUnixNano"]) for c in kids] == [st.arrival_epoch_nanos, st.scheduled_epoch_nanos,
+                                                                st.first_token_epoch_nanos]
+        assert kids[0]["_attributes"] == {}
+        assert kids[1]["_attributes"] == {names.USAGE_INPUT_TOKENS: "2", names.ENGINE_RECOMPUTE: False,
+                                          names.WEIGHT_VERSION: "4"}
+        assert kids[2]["_attributes"] == {names.USAGE_OUTPUT_TOKENS: "3", names.WEIGHT_VERSION: "4"}
+        assert ok.completion_tokens == [11, 12, 13]
+        # a request that never ran waited from its arrival to its finish
+        for never_ran in ("bad", "zero"):
+            only = _children(spans, parents[never_ran])
+            assert [c["name"] for c in only] == [names.LLM_REQUEST_QUEUED]
+            _assert_tiles(parents[never_ran], only)
+        assert bad.stats.scheduled_epoch_nanos == 0 and zero.stats.scheduled_epoch_nanos == 0
+        assert len(spans) == 3 + 3 + 1 + 1  # three requests, their children, nothing else
     finally:
         e.close()
 
@@ -244,7 +296,10 @@ def test_sampled_out_spans_are_counted(make_telemetry):
         results = e.submit([req(f"q{i}", [1], 2) for i in range(5)] + [req("bad", [-1])])
         assert [r.traced for r in results] == [False] * 5 + [True]
         assert (e.stats().spans_kept, e.stats().spans_sampled_out) == (1, 5)
-        assert [s["_attributes"]["gen_ai.request.id"] for s in spans_of(t)] == ["bad"]
+        kept = spans_of(t)
+        assert [s["_attributes"]["gen_ai.request.id"] for s in kept if s["name"] == names.LLM_REQUEST] == ["bad"]
+        # the sampled-out requests have no children either: the one kept has its queued child, nothing else
+        assert sorted(s["name"] for s in kept) == [names.LLM_REQUEST, names.LLM_REQUEST_QUEUED]
     finally:
         e.close()
 

@@ -29,7 +29,9 @@ import java.util.function.LongSupplier;
  * FinishReason#ERROR}); an {@link Error} propagates out of {@link #step} (the engine's loop dies of it)
  * with that request still running or waiting, so that {@link #drain} returns it.
  *
- * <p>Finished requests, preemptions and weight updates are handed to {@link RequestTelemetry}. One thread
+ * <p>Finished requests, preemptions and weight updates are handed to {@link RequestTelemetry}; each request's
+ * admissions, first token after each, evictions and weight updates are recorded in its {@link RequestPhases}
+ * at the instant the scheduler read for them. One thread
  * owns the scheduler (the engine's scheduler thread); only {@link #updateModel} and the published getters
  * may be called from other threads.
  */
@@ -275,6 +277,7 @@ final class BatchScheduler {
       try {
         prefill(s);
         kvUsed += s.held - before;
+        s.phases.prefill(now, s.length(), model.version());
         telemetry.weightUpdated(s, now, model.version());
       } catch (RuntimeException e) {
         it.remove();
@@ -307,9 +310,11 @@ final class BatchScheduler {
         break;
       }
       waiting.pollFirst();
+      long at = clock.getAsLong();
       if (s.scheduled == 0) {
-        s.scheduled = clock.getAsLong();
+        s.scheduled = at;
       }
+      s.phases.prefill(at, s.length(), model.version());
       try {
         prefill(s);
       } catch (RuntimeException e) {
@@ -365,6 +370,7 @@ final class BatchScheduler {
       long now = clock.getAsLong();
       s.append(token, logprob);
       s.sampledWith(s.logitsVersion);
+      s.phases.tokenSampled(now, s.logitsVersion);
       s.lastToken = now;
       if (s.firstToken == 0) {
         s.firstToken = now;
@@ -416,7 +422,9 @@ final class BatchScheduler {
   private void preempt(Sequence s) {
     release(s);
     s.preemptions++;
-    telemetry.preempted(s);
+    long now = clock.getAsLong();
+    s.phases.preempted(now);
+    telemetry.preempted(s, now);
     waiting.addFirst(s);
   }
 

@@ -4,9 +4,11 @@ import dev.ravel.telemetry.spans.EngineNames;
 import dev.ravel.telemetry.spans.SpanNames;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanBuilder;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.context.Context;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -18,7 +20,8 @@ import org.slf4j.LoggerFactory;
  * What the engine records of each request, and its completion. Events (a preemption, a weight update) are
  * kept on the request's {@link Sequence}. When the request finishes, it gets an {@code llm_request} span
  * (kind SERVER, vLLM's attribute names, child of the request's carrier context, from arrival to finish,
- * with those events) if tracing is on and the {@link RequestSampler} keeps it: errored, preempted and slow
+ * with those events, and one child per phase of its {@link RequestPhases}: queued, prefill, decode,
+ * preempted, ..., tiling it) if tracing is on and the {@link RequestSampler} keeps it: errored, preempted and slow
  * requests always, the others by a hash of the request id. Metrics and the engine's counters are recorded
  * for every request, then its future completes with its {@link GenerationResult}. Telemetry failures are
  * logged and never fail the request.
@@ -55,9 +58,9 @@ final class RequestTelemetry {
     this.clock = clock;
   }
 
-  /** Records that {@code s} was preempted now: an event with its completion tokens so far, and the counts. */
-  void preempted(Sequence s) {
-    s.addEvent(EngineNames.EVENT_PREEMPTED, clock.getAsLong(),
+  /** Records that {@code s} was preempted at {@code epochNanos}: an event with its completion tokens so far, counts. */
+  void preempted(Sequence s, long epochNanos) {
+    s.addEvent(EngineNames.EVENT_PREEMPTED, epochNanos,
         Attributes.of(EngineNames.USAGE_COMPLETION_TOKENS, (long) s.generated()));
     preemptions.incrementAndGet();
     try {
@@ -232,7 +235,34 @@ final class RequestTelemetry {
     if (reason == FinishReason.ERROR) {
       span.setStatus(StatusCode.ERROR, error);
     }
+    if (span.isRecording()) {
+      emitPhases(s.phases, span, stats.finishEpochNanos());
+    }
     span.end(stats.finishEpochNanos(), TimeUnit.NANOSECONDS);
     return span.getSpanContext().isSampled();
+  }
+
+  /**
+   * The children of {@code parent}, one per phase, from the phases' recorded instants: they tile the parent
+   * (the first starts at its arrival, the last ends at {@code finish}).
+   */
+  private void emitPhases(RequestPhases phases, Span parent, long finish) {
+    Context context = Context.root().with(parent);
+    for (int i = 0; i < phases.size(); i++) {
+      RequestPhases.Kind kind = phases.kind(i);
+      SpanBuilder b = tracer.spanBuilder(kind.spanName())
+          .setParent(context)
+          .setSpanKind(SpanKind.INTERNAL)
+          .setStartTimestamp(phases.start(i), TimeUnit.NANOSECONDS);
+      switch (kind) {
+        case PREFILL -> b.setAttribute(EngineNames.USAGE_INPUT_TOKENS, phases.tokens(i))
+            .setAttribute(EngineNames.ENGINE_RECOMPUTE, phases.recompute(i))
+            .setAttribute(EngineNames.WEIGHT_VERSION, phases.version(i));
+        case DECODE -> b.setAttribute(EngineNames.USAGE_OUTPUT_TOKENS, phases.tokens(i))
+            .setAttribute(EngineNames.WEIGHT_VERSION, phases.version(i));
+        case QUEUED, PREEMPTED -> { }
+      }
+      b.startSpan().end(phases.end(i, finish), TimeUnit.NANOSECONDS);
+    }
   }
 }

@@ -20,6 +20,8 @@ final class Sequence {
   final CompletableFuture<GenerationResult> future = new CompletableFuture<>();
   final long arrival;
   final int promptLength;
+  /** What happened to the request when: its {@code llm_request} span's children. */
+  final RequestPhases phases;
 
   private int[] tokens;
   private float[] logprobs;
@@ -43,6 +45,7 @@ final class Sequence {
   Sequence(GenerationRequest request, long arrival) {
     this.request = request;
     this.arrival = arrival;
+    this.phases = new RequestPhases(arrival);
     int[] prompt = request.promptRef();
     this.promptLength = prompt.length;
     int capacity = promptLength + Math.min(request.params().maxTokens(), 64);

@@ -114,6 +114,62 @@ final class EngineTracingTest {
   }
 
   @Test
+  void generate_requestForcedThroughAPreemption_childrenTileItsLlmRequestInLifecycleOrder() {
+    // a KV budget of 16 for two requests of 3 + 8 tokens: both are admitted in the first iteration, and when
+    // their 6th tokens no longer fit, b (admitted last) is evicted; it is recomputed once a has finished
+    EmbeddedEngine engine = engine(config().tracing(true).kvTokenBudget(16).build(),
+        FakeModel.of(3).eosLogit(FakeModel.NEVER));
+
+    List<GenerationResult> results = engine.generate(List.of(Requests.request("a", 3, 8, 1),
+        Requests.request("b", 3, 8, 2)));
+
+    assertThat(results).extracting(r -> r.stats().preemptions()).containsExactly(0, 1);
+    Map<String, SpanData> spans = byRequestId(telemetry.spansNamed(SpanNames.LLM_REQUEST));
+    SpanData b = spans.get("b");
+    List<SpanData> children = Lifecycle.children(telemetry.spans.getFinishedSpanItems(), b);
+    assertThat(children).extracting(SpanData::getName).containsExactly(SpanNames.LLM_REQUEST_QUEUED,
+        SpanNames.LLM_REQUEST_PREFILL, SpanNames.LLM_REQUEST_DECODE, SpanNames.LLM_REQUEST_PREEMPTED,
+        SpanNames.LLM_REQUEST_PREFILL, SpanNames.LLM_REQUEST_DECODE);
+    Lifecycle.assertTiles(b, children);
+    assertThat(Lifecycle.durationSum(children)).isCloseTo(Lifecycle.duration(b), org.assertj.core.api.Assertions
+        .within(1_000_000L));
+    assertThat(children.get(1).getAttributes().get(EngineNames.USAGE_INPUT_TOKENS)).isEqualTo(3L);
+    assertThat(children.get(1).getAttributes().get(EngineNames.ENGINE_RECOMPUTE)).isFalse();
+    assertThat(children.get(2).getAttributes().get(EngineNames.USAGE_OUTPUT_TOKENS)).isEqualTo(6L);
+    assertThat(children.get(4).getAttributes().get(EngineNames.USAGE_INPUT_TOKENS)).isEqualTo(3L + 6);
+    assertThat(children.get(4).getAttributes().get(EngineNames.ENGINE_RECOMPUTE)).isTrue();
+    assertThat(children.get(5).getAttributes().get(EngineNames.USAGE_OUTPUT_TOKENS)).isEqualTo(2L);
+    assertThat(children).filteredOn(c -> !c.getName().equals(SpanNames.LLM_REQUEST_QUEUED)
+            && !c.getName().equals(SpanNames.LLM_REQUEST_PREEMPTED))
+        .allSatisfy(c -> assertThat(c.getAttributes().get(EngineNames.WEIGHT_VERSION)).isEqualTo(3L));
+    // the preempted child starts at the preempted event, and the first two match vLLM's latencies on the parent
+    assertThat(children.get(3).getStartEpochNanos()).isEqualTo(b.getEvents().get(0).getEpochNanos());
+    assertThat(Lifecycle.duration(children.get(0)) / 1e9)
+        .isEqualTo(b.getAttributes().get(EngineNames.LATENCY_TIME_IN_QUEUE));
+    assertThat(Lifecycle.duration(children.get(1)) / 1e9)
+        .isEqualTo(b.getAttributes().get(EngineNames.LATENCY_TIME_IN_MODEL_PREFILL));
+
+    SpanData a = spans.get("a");
+    List<SpanData> aChildren = Lifecycle.children(telemetry.spans.getFinishedSpanItems(), a);
+    assertThat(aChildren).extracting(SpanData::getName).containsExactly(SpanNames.LLM_REQUEST_QUEUED,
+        SpanNames.LLM_REQUEST_PREFILL, SpanNames.LLM_REQUEST_DECODE);
+    Lifecycle.assertTiles(a, aChildren);
+    assertThat(aChildren.get(2).getAttributes().get(EngineNames.USAGE_OUTPUT_TOKENS)).isEqualTo(8L);
+    // the spans of the two sampled requests: two parents, 3 + 6 children, nothing else
+    assertThat(telemetry.spans.getFinishedSpanItems()).hasSize(2 + 3 + 6);
+  }
+
+  @Test
+  void generate_sampledOutRequest_hasNeitherItsSpanNorChildren() {
+    EmbeddedEngine engine = engine(config().tracing(true).sampleRatio(0).build(), FakeModel.of(1));
+
+    engine.generate(batch("out", 5, 3));
+
+    assertThat(telemetry.spans.getFinishedSpanItems()).isEmpty();
+    assertThat(engine.snapshot().spansSampledOut()).isEqualTo(5);
+  }
+
+  @Test
   void generate_tracingOff_noSpansAndMetricsStillExact() {
     EmbeddedEngine engine = engine(config().tracing(false).slowRequest(Duration.ZERO).build(), FakeModel.of(1));
 

@@ -14,6 +14,7 @@ import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -39,14 +40,17 @@ final class RequestTelemetryTest {
         1_000);
   }
 
-  /** Scheduled at 2000, tokens 4 and 5 at 3000 and 5000 from weight version 7. */
+  /** Scheduled at 2000, tokens 4 and 5 at 3000 and 5000 from weight version 7 (recorded as the scheduler does). */
   private static Sequence decodedTwoTokens(String id) {
     Sequence s = arrived(id);
     s.scheduled = 2_000;
+    s.phases.prefill(2_000, 3, 7);
     s.append(4, -0.5f);
     s.firstToken = 3_000;
+    s.phases.tokenSampled(3_000, 7);
     s.append(5, -1.5f);
     s.lastToken = 5_000;
+    s.phases.tokenSampled(5_000, 7);
     s.lastTokenVersion = 7;
     return s;
   }
@@ -90,6 +94,19 @@ final class RequestTelemetryTest {
       assertThat(span.getAttributes().get(EngineNames.ENGINE_KEEP_REASON)).isEqualTo("ratio");
       assertThat(span.getEvents()).isEmpty();
     });
+    SpanData parent = otel.spansNamed(SpanNames.LLM_REQUEST).get(0);
+    List<SpanData> children = Lifecycle.children(otel.spans.getFinishedSpanItems(), parent);
+    assertThat(children).extracting(SpanData::getName).containsExactly(SpanNames.LLM_REQUEST_QUEUED,
+        SpanNames.LLM_REQUEST_PREFILL, SpanNames.LLM_REQUEST_DECODE);
+    assertThat(children).extracting(SpanData::getStartEpochNanos).containsExactly(1_000L, 2_000L, 3_000L);
+    assertThat(children).extracting(SpanData::getEndEpochNanos).containsExactly(2_000L, 3_000L, 9_000L);
+    Lifecycle.assertTiles(parent, children);
+    assertThat(children.get(1).getAttributes().get(EngineNames.USAGE_INPUT_TOKENS)).isEqualTo(3L);
+    assertThat(children.get(1).getAttributes().get(EngineNames.ENGINE_RECOMPUTE)).isFalse();
+    assertThat(children.get(1).getAttributes().get(EngineNames.WEIGHT_VERSION)).isEqualTo(7L);
+    assertThat(children.get(2).getAttributes().get(EngineNames.USAGE_OUTPUT_TOKENS)).isEqualTo(2L);
+    assertThat(children.get(2).getAttributes().get(EngineNames.WEIGHT_VERSION)).isEqualTo(7L);
+    assertThat(children.get(0).getAttributes().isEmpty()).isTrue();
     assertThat(telemetry.finishedCounts()[FinishReason.LENGTH.ordinal()]).isEqualTo(1);
     assertThat(telemetry.promptTokens()).isEqualTo(3);
     assertThat(telemetry.generationTokens()).isEqualTo(2);
@@ -140,7 +157,7 @@ final class RequestTelemetryTest {
     Sequence s = decodedTwoTokens("p");
     now.set(5_500);
     s.preemptions++;
-    telemetry.preempted(s);
+    telemetry.preempted(s, now.get());
     telemetry.weightUpdated(s, 6_000, 9);
     now.set(7_000);
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.fail;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.EngineNames;
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.io.IOException;
@@ -31,7 +32,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code integration-tests/src/test/python/test_openai_client.py} (text and token-id completions with
  * {@code n=4} and log-probs, chat, streaming, a 400) must pass; then, from the server's span files, a
  * request with a {@code traceparent} header gave one {@code llm_request} per choice with exactly that
- * trace id and parent span id, and a request without one gave root spans in traces of their own.
+ * trace id and parent span id (and their lifecycle children below them, nothing else of the server), and a
+ * request without one gave root spans in traces of their own.
  */
 final class OpenAiClientIT {
   /** The trace context the Python test sends in {@code traceparent} (passed to it in the environment). */
@@ -46,6 +48,9 @@ final class OpenAiClientIT {
   static final String RUN_ID = "it-openai-client";
   static final Pattern LISTENING = Pattern.compile("ravel serve: listening on (http://127\\.0\\.0\\.1:(\\d+))");
   static final int SPAN_KIND_SERVER = 2;
+  /** The children of an {@code llm_request} (its lifecycle). */
+  static final Set<String> LIFECYCLE = Set.of(SpanNames.LLM_REQUEST_QUEUED, SpanNames.LLM_REQUEST_PREFILL,
+      SpanNames.LLM_REQUEST_DECODE, SpanNames.LLM_REQUEST_PREEMPTED);
 
   @TempDir
   static Path dir;
@@ -198,8 +203,18 @@ final class OpenAiClientIT {
         .allSatisfy(s -> assertThat(s.parentSpanId()).isEqualTo(PARENT_ID));
     assertThat(inTrace.stream().map(OpenAiClientIT::requestId).collect(Collectors.toSet()))
         .isEqualTo(choiceIds(TRACED_REQUEST_ID, TRACED_CHOICES));
-    // and nothing else of the server joined the caller's trace
-    assertThat(traces.byTrace().get(TRACE_ID)).hasSize(TRACED_CHOICES);
+    // and nothing else of the server joined the caller's trace: the requests and their lifecycle children
+    Set<String> requests = inTrace.stream().map(SpanRecord::spanId).collect(Collectors.toSet());
+    List<SpanRecord> others = traces.byTrace().get(TRACE_ID).stream()
+        .filter(s -> !s.name().equals(SpanNames.LLM_REQUEST)).toList();
+    assertThat(others).isNotEmpty().allSatisfy(s -> {
+      assertThat(LIFECYCLE).as("child %s", s.name()).contains(s.name());
+      assertThat(requests).as("parent of %s", s.name()).contains(s.parentSpanId());
+    });
+    assertThat(inTrace).allSatisfy(r -> assertThat(others.stream().filter(c -> c.parentSpanId().equals(r.spanId()))
+        .map(SpanRecord::name).toList()).as("children of %s", requestId(r))
+        .startsWith(SpanNames.LLM_REQUEST_QUEUED, SpanNames.LLM_REQUEST_PREFILL)
+        .contains(SpanNames.LLM_REQUEST_DECODE));
   }
 
   @Test
@@ -213,7 +228,9 @@ final class OpenAiClientIT {
       assertThat(s.isRoot()).as("%s has no parent (got '%s')", requestId(s), s.parentSpanId()).isTrue();
       assertThat(s.traceId()).isNotEqualTo(TRACE_ID);
       assertThat(byTrace.get(s.traceId())).as("spans of trace %s", s.traceId())
-          .allSatisfy(other -> assertThat(requestId(other)).startsWith(ROOT_REQUEST_ID + "-"));
+          .allSatisfy(other -> assertThat(other.spanId().equals(s.spanId())
+              || other.parentSpanId().equals(s.spanId()) && LIFECYCLE.contains(other.name()))
+              .as("%s in the trace of %s", other.name(), requestId(s)).isTrue());
     });
   }
 }

@@ -5,7 +5,8 @@ import java.util.List;
 
 /**
  * Every name the inference engine emits, in one place: the attributes of its {@code llm_request} span
- * (vLLM's names, so dashboards made for vLLM read Ravel's spans unchanged), its span events, and its
+ * (vLLM's names, so dashboards made for vLLM read Ravel's spans unchanged) and of its lifecycle children
+ * ({@link SpanNames#LLM_REQUEST_QUEUED} and the others), its span events, and its
  * metrics (the OpenTelemetry GenAI semantic conventions, status Development, plus Ravel's own
  * {@code rl.engine.*} ones) with the explicit bucket boundaries the conventions advise.
  *
@@ -65,6 +66,18 @@ public final class EngineNames {
   public static final AttributeKey<String> ENGINE_KEEP_REASON = AttributeKey.stringKey("rl.engine.keep_reason");
   /** The weight version that produced the request's last token (same key as on Ravel's own spans). */
   public static final AttributeKey<Long> WEIGHT_VERSION = RavelAttributes.WEIGHT_VERSION;
+
+  // ---------------------------------------------------------------- children of llm_request (its lifecycle)
+
+  /**
+   * On {@code llm_request.prefill}: the tokens it ran through the model (the prompt, and on a recompute the
+   * tokens generated before it too). The GenAI semantic conventions' name.
+   */
+  public static final AttributeKey<Long> USAGE_INPUT_TOKENS = AttributeKey.longKey("gen_ai.usage.input_tokens");
+  /** On {@code llm_request.decode}: the completion tokens sampled in it (GenAI semantic conventions' name). */
+  public static final AttributeKey<Long> USAGE_OUTPUT_TOKENS = AttributeKey.longKey("gen_ai.usage.output_tokens");
+  /** On {@code llm_request.prefill}: whether it recomputed a cache dropped by a preemption or a weight update. */
+  public static final AttributeKey<Boolean> ENGINE_RECOMPUTE = AttributeKey.booleanKey("rl.engine.recompute");
 
   /** Span event: the request was evicted from the running batch (its KV cache dropped). */
   public static final String EVENT_PREEMPTED = "preempted";

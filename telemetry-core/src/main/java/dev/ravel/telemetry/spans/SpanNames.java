@@ -52,6 +52,28 @@ public final class SpanNames {
   /** The inference engine's per-request span (vLLM's name). */
   public static final String LLM_REQUEST = "llm_request";
   /**
+   * The lifecycle of one request, children of its {@code llm_request} (kind INTERNAL) that tile it: each
+   * starts where the previous one ends, the first at the request's arrival and the last at its finish, so
+   * their durations add up to the parent's. Made when the request finishes, from the instants the engine
+   * recorded, for the requests whose {@code llm_request} the engine's sampler kept (never without it).
+   * Waiting for its first admission to the running batch.
+   */
+  public static final String LLM_REQUEST_QUEUED = "llm_request.queued";
+  /**
+   * From an admission (or a weight update that recomputed the running request's KV cache) to the first
+   * token sampled after it, as vLLM's {@code time_in_model_prefill}; with {@code gen_ai.usage.input_tokens},
+   * {@code rl.engine.recompute} (true after a preemption or a weight update) and {@code rl.weight_version}.
+   */
+  public static final String LLM_REQUEST_PREFILL = "llm_request.prefill";
+  /**
+   * From a token sampled after a prefill until the request leaves the running batch (preempted, finished)
+   * or its weights change; with {@code gen_ai.usage.output_tokens} (the tokens sampled in it, the first
+   * included) and the {@code rl.weight_version} that sampled them: one decode per weight version.
+   */
+  public static final String LLM_REQUEST_DECODE = "llm_request.decode";
+  /** Evicted from the running batch (its KV cache dropped), waiting to be admitted again and recomputed. */
+  public static final String LLM_REQUEST_PREEMPTED = "llm_request.preempted";
+  /**
    * A generation worker's HTTP request to an inference server that failed (kind CLIENT, status ERROR): a
    * request that succeeds has no span of its own, the server's {@code llm_request} is the worker call's child.
    */

@@ -82,6 +82,20 @@ final class ContractTest {
   }
 
   @Test
+  void spans_eachSpanNameIsTheSpanNamesConstantOfThatNameInUpperCase() throws Exception {
+    Map<String, String> contract = section("spans");
+    contract.remove("role_span_prefix");
+    Map<String, String> javaNames = new TreeMap<>();
+    for (String key : contract.keySet()) {
+      javaNames.put(key, (String) SpanNames.class.getField(key.toUpperCase(java.util.Locale.ROOT)).get(null));
+    }
+
+    assertThat(javaNames).isEqualTo(contract);
+    assertThat(contract).containsKeys("llm_request_queued", "llm_request_prefill", "llm_request_decode",
+        "llm_request_preempted");
+  }
+
+  @Test
   void spanGroupsPresetsAndExporters_areTheEnumsInOrder() {
     assertThat(strings(Contract.section("span_groups")))
         .containsExactlyElementsOf(Arrays.stream(SpanGroup.values()).map(SpanGroup::configName).toList());

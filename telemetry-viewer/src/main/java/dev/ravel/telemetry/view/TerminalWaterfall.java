@@ -1,8 +1,10 @@
 package dev.ravel.telemetry.view;
 
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.StringJoiner;
 
 /**
@@ -85,7 +87,8 @@ public final class TerminalWaterfall {
    * As {@link #render(StepView, int, boolean)}; unless {@code expand}, a run of {@value #FOLD_MIN} or more
    * sibling leaf spans with the same name in the same process and without errors (29 {@code llm_request}
    * under one worker) is one row: {@code name xN}, a bar from the first start to the last end, and the
-   * count, median and longest duration.
+   * count, median and longest duration. An {@code llm_request}'s lifecycle children (queued, prefill, decode,
+   * preempted) fold with it; a request that does not fold (an error, too few siblings) shows them below it.
    */
   public String render(StepView step, int width, boolean ansi, boolean expand) {
     checkWidth(width);

@@ -100,13 +100,14 @@ final class WaterfallModel {
   }
 
   /**
-   * A run of {@link #FOLD_MIN} or more consecutive sibling leaf spans ({@link #rows()} {@code from} to
-   * {@code to}, exclusive) with the same name, in the same process and without errors, that the waterfalls
-   * draw as one row (29 {@code llm_request} under one worker): the count, median and longest duration, and a
-   * bar from the first start to the last end.
+   * A run of {@link #FOLD_MIN} or more consecutive sibling spans ({@link #rows()} {@code from} to {@code to},
+   * exclusive, their lifecycle children included) with the same name, in the same process and without errors,
+   * that the waterfalls draw as one row (29 {@code llm_request} under one worker): the count, median and longest
+   * duration, and a bar from the first start to the last end.
    *
    * @param from the index in {@link #rows()} of its first row
-   * @param to the index after its last row
+   * @param to the index after its last row (the end of its last span's subtree)
+   * @param count how many sibling spans it folds (their children not counted)
    * @param name the spans' name
    * @param processIndex their process's {@link Process#index()}
    * @param medianNanos the median duration: of the durations sorted, the one at {@code (count - 1) / 2}
@@ -116,13 +117,13 @@ final class WaterfallModel {
    * @param onCriticalPath whether any of them is on the critical path
    * @param lastChild whether its last span is the last of its parent's children
    */
-  record Fold(int from, int to, String name, int processIndex, long medianNanos, long maxNanos,
-      long startOffsetNanos, long endOffsetNanos, boolean onCriticalPath, boolean lastChild) {
-    /** How many spans it folds. */
-    int count() {
-      return to - from;
-    }
-  }
+  record Fold(int from, int to, int count, String name, int processIndex, long medianNanos, long maxNanos,
+      long startOffsetNanos, long endOffsetNanos, boolean onCriticalPath, boolean lastChild) {}
+
+  /** The children of {@code llm_request} that fold with it (its lifecycle: each a leaf, none an error). */
+  private static final java.util.Set<String> LIFECYCLE = java.util.Set.of(
+      dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_QUEUED, dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_PREFILL,
+      dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_DECODE, dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_PREEMPTED);
 
   private final StepView step;
   private final long traceStart;
@@ -180,8 +181,10 @@ final class WaterfallModel {
   }
 
   /**
-   * The folds of {@code rows}: each maximal run of consecutive rows below the root that are leaves without
-   * errors, with the same depth, parent, process and name, when it has at least {@value #FOLD_MIN} rows.
+   * The folds of {@code rows}: each maximal run of consecutive sibling spans below the root without errors, with
+   * the same depth, parent, process and name, when it has at least {@value #FOLD_MIN} spans; a span folds when it
+   * is a leaf, or an {@code llm_request} whose children are only its lifecycle phases (which fold with it: the
+   * fold's rows run to the end of its last span's subtree).
    */
   static List<Fold> folds(List<Row> rows) {
     List<Fold> out = new ArrayList<>();
@@ -190,20 +193,38 @@ final class WaterfallModel {
       if (first.node().depth() == 0 || !foldable(first)) {
         continue;
       }
-      int end = i + 1;
+      List<Row> members = new ArrayList<>();
+      members.add(first);
+      int end = afterSubtree(rows, i);
       while (end < rows.size() && sameGroup(first, rows.get(end))) {
-        end++;
+        members.add(rows.get(end));
+        end = afterSubtree(rows, end);
       }
-      if (end - i >= FOLD_MIN) {
-        out.add(fold(rows, i, end));
+      if (members.size() >= FOLD_MIN) {
+        out.add(fold(rows, members, i, end));
         i = end - 1;
       }
     }
     return List.copyOf(out);
   }
 
+  /**
+   * Whether {@code r} may fold with its siblings: no error, and no children but the lifecycle phases of an
+   * {@code llm_request} (leaves without errors), which fold with it.
+   */
   private static boolean foldable(Row r) {
-    return !r.node().hasChildren() && !r.span().isError();
+    return !r.span().isError() && r.node().children().stream()
+        .allMatch(c -> LIFECYCLE.contains(c.name()) && !c.hasChildren() && !c.span().isError());
+  }
+
+  /** The index of the first row after row {@code k} and the rows of its subtree. */
+  private static int afterSubtree(List<Row> rows, int k) {
+    int depth = rows.get(k).node().depth();
+    int m = k + 1;
+    while (m < rows.size() && rows.get(m).node().depth() > depth) {
+      m++;
+    }
+    return m;
   }
 
   private static boolean sameGroup(Row first, Row r) {
@@ -211,15 +232,14 @@ final class WaterfallModel {
         && r.span().parentSpanId().equals(first.span().parentSpanId()) && r.span().name().equals(first.span().name());
   }
 
-  private static Fold fold(List<Row> rows, int from, int to) {
-    List<Row> group = rows.subList(from, to);
+  private static Fold fold(List<Row> rows, List<Row> group, int from, int to) {
     long[] d = group.stream().mapToLong(x -> x.span().durationNanos()).sorted().toArray();
     long start = group.stream().mapToLong(Row::startOffsetNanos).min().orElse(0);
     long end = group.stream().mapToLong(Row::endOffsetNanos).max().orElse(start);
     boolean critical = group.stream().anyMatch(x -> x.node().onCriticalPath());
     Row first = group.get(0);
-    return new Fold(from, to, first.span().name(), first.processIndex(), d[(d.length - 1) / 2], d[d.length - 1],
-        start, end, critical, group.get(group.size() - 1).lastChild());
+    return new Fold(from, to, group.size(), first.span().name(), first.processIndex(), d[(d.length - 1) / 2],
+        d[d.length - 1], start, end, critical, group.get(group.size() - 1).lastChild());
   }
 
   /** Depth first, children in order, as {@link StepView#nodes()}. */
