@@ -188,6 +188,7 @@ class TransformersEngine:
         self._cond = threading.Condition(threading.RLock())  # re-entrant: _finish runs under it too
         self._waiting: deque[_Sequence] = deque()
         self._running: list[_Sequence] = []
+        self._active: list[_Sequence] = []  # the group of the batch the model steps with now (load integrals)
         self._update: _WeightUpdate | None = None
         self._update_lock = threading.Lock()
         self._closed = False
@@ -265,9 +266,11 @@ class TransformersEngine:
         now = time.monotonic_ns()
         dt = (now - self._load_at) / 1e9
         if dt > 0:
-            self._load[0] += len(self._running) * dt
-            self._load[1] += len(self._waiting) * dt
-            self._load[2] += sum(len(s.request.prompt_tokens) + len(s.completion) for s in self._running) * dt
+            active = [s for s in self._active if s.result is None]
+            # the batch's later groups wait for the one stepping, as the queue does
+            self._load[0] += len(active) * dt
+            self._load[1] += (len(self._waiting) + max(0, len(self._running) - len(active))) * dt
+            self._load[2] += sum(len(s.request.prompt_tokens) + len(s.completion) for s in active) * dt
             self._load_at = now
 
     def close(self) -> None:
@@ -312,6 +315,7 @@ class TransformersEngine:
                 with self._cond:
                     self._accrue()
                     self._running = []
+                    self._active = []
 
     def _apply(self, update: _WeightUpdate) -> None:
         try:
@@ -375,6 +379,9 @@ class TransformersEngine:
         for s in seqs:
             s.scheduled = now
             s.version = version
+        with self._cond:
+            self._accrue()
+            self._active = list(seqs)
         # each request's uniform draws for all its steps at once: the same numbers as one draw per step (a
         # generator's stream does not depend on how it is read), without a Python call per request per token
         sampled = torch.tensor([s.request.params.temperature != 0 for s in seqs])
@@ -386,6 +393,8 @@ class TransformersEngine:
             u = draws[:, step]
             tokens, logps = sample_tokens(logits, temps, top_ps, u)
             token_list, logp_list = tokens.tolist(), logps.tolist()
+            with self._cond:  # the KV held grows a token a step: the integrals follow it
+                self._accrue()
             now = time.time_ns()
             for i, s in enumerate(seqs):
                 if not alive[i]:

@@ -79,7 +79,7 @@ final class ReportCommand implements Callable<Integer> {
         System.err.println("ravel: " + e.getMessage());
         return 2;
       }
-      Path out = html != null ? html : runsDir.resolve("report-" + String.join("-vs-", runIds) + ".html");
+      Path out = html != null ? html : runsDir.resolve(overlayName(runIds));
       write(out, overlay.render());
       System.out.println("wrote " + out.toAbsolutePath() + " (" + reports.size() + " runs: "
           + String.join(", ", overlay.runIds()) + "; " + (overlay.configsKnown() ? overlay.differingKeys().size()
@@ -92,6 +92,26 @@ final class ReportCommand implements Callable<Integer> {
     System.out.println("wrote " + out.toAbsolutePath() + " (" + (report.traceCount() > 0 ? "no steps, "
         + report.traceCount() + " traces" : report.stepCount() + " steps") + " of run " + report.runId() + ")");
     return 0;
+  }
+
+  /**
+   * {@code report-<A>-vs-<B>....html}, or, when that passes a file name's 255 bytes (long run ids), the first run's
+   * id and a digest of them all.
+   */
+  static String overlayName(java.util.List<String> runIds) {
+    String joined = "report-" + String.join("-vs-", runIds) + ".html";
+    if (joined.getBytes(StandardCharsets.UTF_8).length <= 255) {
+      return joined;
+    }
+    String first = runIds.get(0).length() > 120 ? runIds.get(0).substring(0, 120) : runIds.get(0);
+    try {
+      byte[] d = java.security.MessageDigest.getInstance("SHA-256")
+          .digest(String.join("\n", runIds).getBytes(StandardCharsets.UTF_8));
+      return "report-" + first + "-vs-" + (runIds.size() - 1) + "-more-" + java.util.HexFormat.of().formatHex(d, 0, 6)
+          + ".html";
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("no SHA-256 in this JVM", e);
+    }
   }
 
   private static void write(Path out, String page) throws IOException {

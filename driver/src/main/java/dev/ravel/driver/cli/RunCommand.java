@@ -114,11 +114,13 @@ final class RunCommand implements Callable<Integer> {
     // JVM's default applies and the head's supervisor stops the head.
     java.util.concurrent.atomic.AtomicReference<String> signalled = new java.util.concurrent.atomic.AtomicReference<>();
     RayHome home = RayHome.locate(env);
-    // the step metrics also go to the trackers (telemetry.trackers), each on a thread of its own: never in a step's way
-    try (Trackers trackers = Trackers.open(config.telemetry(), env, config.resolved(),
-            config.telemetry().trackers().isEmpty() ? "" : RunVersions.of(home.ravelHome()).get("git_commit"), home.venv().resolve("bin").resolve("python"),
-            home.ravelHome(), line -> System.err.println("ravel: " + line));
-        DriverSession session = b.start()) {
+    // the step metrics also go to the trackers (telemetry.trackers), each on a thread of its own: never in a step's
+    // way; opened once Ray is up, so that a run that cannot start leaves no tracker run behind (closed first)
+    try (DriverSession session = b.start();
+        Trackers trackers = Trackers.open(config.telemetry(), env, config.resolved(),
+            config.telemetry().trackers().isEmpty() ? "" : RunVersions.of(home.ravelHome()).get("git_commit"),
+            home.venv().resolve("bin").resolve("python"), home.ravelHome(),
+            line -> System.err.println("ravel: " + line))) {
       Progress progress = new Progress(System.out, Terminal.redraw(), Terminal.columns());
       GrpoRun run = new GrpoRun(session, config, (m, total) -> {
         trackers.step(m);

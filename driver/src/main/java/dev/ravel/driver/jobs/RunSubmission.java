@@ -85,6 +85,14 @@ public final class RunSubmission {
     Map<String, String> jobEnv = new LinkedHashMap<>(env);
     jobEnv.putAll(extraEnv);
     Trackers.checkMlflow(config.telemetry(), jobEnv); // the job's MLFLOW_TRACKING_URI, before it is submitted
+    if (config.telemetry().trackers().contains(dev.ravel.telemetry.config.TrackerKind.MLFLOW)) {
+      List<String> held = java.util.stream.Stream.of("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME",
+          "MLFLOW_TRACKING_PASSWORD").filter(jobEnv::containsKey).toList();
+      if (!held.isEmpty()) { // the names only: their values never leave this process
+        org.slf4j.LoggerFactory.getLogger(RunSubmission.class).warn("{} set here do not travel with the job: the"
+            + " cluster's own environment must give them, or the job's MLflow calls are refused", held);
+      }
+    }
   }
 
   /** Starts describing the submission of the run that {@code configFile} (YAML) describes. */

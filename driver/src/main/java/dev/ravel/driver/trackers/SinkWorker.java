@@ -103,10 +103,13 @@ final class SinkWorker {
         taken.add(first);
         queue.drainTo(taken, BATCH - 1);
         List<StepRecord> batch = new ArrayList<>();
-        for (Object o : taken) {
-          if (o instanceof StepRecord m) {
+        for (int k = 0; k < taken.size(); k++) {
+          if (taken.get(k) instanceof StepRecord m) {
             batch.add(m);
-          } else if (o instanceof Finish f) {
+          } else if (taken.get(k) instanceof Finish f) {
+            // a step handed over after close() began is counted, not lost: it comes too late to send
+            dropped.addAndGet(taken.subList(k + 1, taken.size()).stream().filter(StepRecord.class::isInstance)
+                .count());
             deliver(batch);
             finish(f.status());
             return;
@@ -137,7 +140,14 @@ final class SinkWorker {
     if (batch.isEmpty()) {
       return;
     }
-    if (!ensureStarted()) {
+    boolean up;
+    try {
+      up = ensureStarted();
+    } catch (InterruptedException e) { // the close deadline passed while the tracker was starting
+      dropped.addAndGet(batch.size());
+      throw e;
+    }
+    if (!up) {
       failed.addAndGet(batch.size());
       return;
     }

@@ -97,7 +97,7 @@ final class TrackerMetrics {
     }
     StepRecord.Rewards r = m.rewards();
     if (r != null) {
-      r.components().forEach((name, mean) -> out.put(StepMetricNames.REWARD_COMPONENT + "." + name, mean));
+      r.components().forEach((name, mean) -> out.put(metricKey(StepMetricNames.REWARD_COMPONENT, name, out), mean));
       out.put(StepMetricNames.REWARD_FAILED, (double) r.failed());
     }
     StepRecord.Lag lag = m.lag();
@@ -117,6 +117,27 @@ final class TrackerMetrics {
       putIfKnown(out, ENGINE_KV_USAGE, engine.kvUsageMean());
     }
     return out;
+  }
+
+  /** The longest metric name MLflow takes. */
+  static final int MAX_NAME = 250;
+
+  /**
+   * {@code prefix.name} for a name the user chose (a reward component), in the characters every tracker takes
+   * (MLflow refuses a whole batch for one name with others: letters, digits, {@code _ - . : /} and space): each
+   * other character becomes {@code _}, the name is cut to {@value #MAX_NAME} characters, and a name that two
+   * components would share gets {@code _2}, {@code _3}, ... so that none is lost.
+   */
+  static String metricKey(String prefix, String name, Map<String, Double> taken) {
+    String clean = (prefix + "." + name).replaceAll("[^A-Za-z0-9_\\-. :/]", "_");
+    clean = clean.length() > MAX_NAME ? clean.substring(0, MAX_NAME) : clean;
+    String key = clean;
+    for (int n = 2; taken.containsKey(key); n++) {
+      String suffix = "_" + n;
+      key = (clean.length() + suffix.length() > MAX_NAME ? clean.substring(0, MAX_NAME - suffix.length()) : clean)
+          + suffix;
+    }
+    return key;
   }
 
   private static void putIfKnown(Map<String, Double> out, String name, Double value) {

@@ -37,6 +37,20 @@ final class TrackerMetricsTest {
   }
 
   @Test
+  void metricKey_aComponentNameMlflowRefuses_isCleanedCutAndKeptApart() {
+    Map<String, Double> taken = new java.util.HashMap<>();
+    String a = TrackerMetrics.metricKey("rl.step.reward.component", "len<512", taken);
+    assertThat(a).isEqualTo("rl.step.reward.component.len_512");
+    taken.put(a, 1.0);
+    assertThat(TrackerMetrics.metricKey("rl.step.reward.component", "len>512", taken))
+        .isEqualTo("rl.step.reward.component.len_512_2");
+    assertThat(TrackerMetrics.metricKey("rl.step.reward.component", "ok-name.v2: a/b", taken))
+        .isEqualTo("rl.step.reward.component.ok-name.v2: a/b");
+    assertThat(TrackerMetrics.metricKey("rl.step.reward.component", "x".repeat(400), taken))
+        .hasSize(TrackerMetrics.MAX_NAME);
+  }
+
+  @Test
   void of_aStepWithoutEvalOrLaterFields_leavesThemOut() {
     Map<String, Double> m = TrackerMetrics.of(Steps.plain(2));
 

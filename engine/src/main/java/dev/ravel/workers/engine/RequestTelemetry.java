@@ -235,10 +235,15 @@ final class RequestTelemetry {
     if (reason == FinishReason.ERROR) {
       span.setStatus(StatusCode.ERROR, error);
     }
-    if (span.isRecording()) {
-      emitPhases(s.phases, span, stats.finishEpochNanos());
+    try {
+      if (span.isRecording()) {
+        emitPhases(s.phases, span, stats.finishEpochNanos());
+      }
+    } catch (RuntimeException e) { // the request's own span is kept whatever happens to its children
+      LOG.warn("could not record the lifecycle spans of {}", s.request.requestId(), e);
+    } finally {
+      span.end(stats.finishEpochNanos(), TimeUnit.NANOSECONDS);
     }
-    span.end(stats.finishEpochNanos(), TimeUnit.NANOSECONDS);
     return span.getSpanContext().isSampled();
   }
 

@@ -34,6 +34,12 @@ public final class SpanNames {
   public static final String REFIT_LOAD = "rl.refit.load";
   public static final String REFIT_RESUME = "rl.refit.resume";
   public static final String GRPO_GENERATION = "rl.grpo.generation";
+  /**
+   * A generation worker's role spans for its two generate calls (sync and async), as {@code RavelActor} names
+   * them ({@code rl.<spans>.<method>}); what {@code ravel trace}'s hop and engine ratios read.
+   */
+  public static final String WORKER_GENERATE = "rl.worker.generate";
+  public static final String WORKER_GENERATE_ASYNC = "rl.worker.generate_async";
   public static final String VLLM_GENERATE = "rl.vllm.generate";
   public static final String GRPO_REWARD = "rl.grpo.reward_calculation";
   public static final String GRPO_LOGPROBS = "rl.grpo.policy_and_reference_logprobs";

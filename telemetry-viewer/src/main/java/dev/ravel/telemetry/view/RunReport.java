@@ -361,7 +361,11 @@ public final class RunReport {
         }
         if (e.runningMean() != null) {
           finite(o, "engine_running", e.runningMean());
+        }
+        if (e.waitingMean() != null) {
           finite(o, "engine_waiting", e.waitingMean());
+        }
+        if (e.kvUsageMean() != null) {
           finite(o, "engine_kv", e.kvUsageMean());
         }
       }

@@ -410,7 +410,8 @@ public final class StepView {
   }
 
   private static boolean isWorkerGenerate(String name) {
-    return name.equals("rl.worker.generate") || name.equals("rl.worker.generate_async");
+    return name.equals(dev.ravel.telemetry.spans.SpanNames.WORKER_GENERATE)
+        || name.equals(dev.ravel.telemetry.spans.SpanNames.WORKER_GENERATE_ASYNC);
   }
 
   private static double median(List<Double> values) {
