@@ -66,6 +66,7 @@ final class BatchScheduler {
   private double runningSeconds;
   private double waitingSeconds;
   private double kvTokenSeconds;
+  private int inInbox;
 
   /** A scheduler serving {@code model}; {@code clock} gives epoch nanoseconds. */
   BatchScheduler(EngineConfig config, LanguageModel model, RequestTelemetry telemetry, LongSupplier clock) {
@@ -199,6 +200,18 @@ final class BatchScheduler {
     }
   }
 
+  /**
+   * The requests in the engine loop's inbox now (submitted, not yet handed to the scheduler): the load integrals
+   * count them as waiting, as {@code EngineLoop.waitingNow} does.
+   */
+  void inboxChanged(int size) {
+    long now = clock.getAsLong();
+    synchronized (loadLock) {
+      accrue(now);
+      inInbox = size;
+    }
+  }
+
   /** Adds the published counts times the time since the last change (guarded by loadLock). */
   private void accrue(long now) {
     if (now <= loadAt) {
@@ -206,7 +219,7 @@ final class BatchScheduler {
     }
     double dt = (now - loadAt) / 1e9;
     runningSeconds += publishedRunning * dt;
-    waitingSeconds += publishedWaiting * dt;
+    waitingSeconds += (publishedWaiting + inInbox) * dt;
     kvTokenSeconds += publishedKvUsed * dt;
     loadAt = now;
   }

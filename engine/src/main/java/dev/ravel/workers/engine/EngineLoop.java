@@ -59,6 +59,7 @@ final class EngineLoop {
     try {
       if (!closed) {
         inbox.addAll(batch);
+        scheduler.inboxChanged(inbox.size());
         wake.signal();
         return;
       }
@@ -214,6 +215,7 @@ final class EngineLoop {
           }
           arrivals.addAll(inbox);
           inbox.clear();
+          scheduler.inboxChanged(0);
           scheduler.publishWaiting(arrivals.size());
           stepping = true;
         } finally {
@@ -251,6 +253,7 @@ final class EngineLoop {
     List<Sequence> left = scheduler.drain();
     left.addAll(inbox);
     inbox.clear();
+    scheduler.inboxChanged(0);
     scheduler.publish();
     for (Sequence s : left) {
       telemetry.finish(s, FinishReason.ABORT, null);
@@ -272,6 +275,7 @@ final class EngineLoop {
       failure = crash;
       left.addAll(inbox);
       inbox.clear();
+      scheduler.inboxChanged(0);
       parked.signalAll();
     } finally {
       lock.unlock();

@@ -108,6 +108,11 @@ final class BatchSchedulerTest {
     at.addAndGet(500_000_000L);
     assertThat(scheduler.load()[0]).isEqualTo(3.5); // a later read goes on from the last
     assertThat(scheduler.load()[1]).isEqualTo(5.0);
+
+    scheduler.inboxChanged(3); // three requests submitted while the model steps: waiting, as the gauge says
+    at.addAndGet(1_000_000_000L);
+    scheduler.inboxChanged(0);
+    assertThat(scheduler.load()[2]).isEqualTo(3.0);
   }
 
   @Test
