@@ -1,0 +1,145 @@
+"""``python -m ravel_checks.bench_refit``: the Python refit's bandwidth against plain PyTorch and plain Ray.
+
+Issue 32's refit benchmark (docs/benchmarks.md). A Ray cluster of its own (``ray.init`` on loopback, no dashboard)
+runs Ravel's own actor classes, a ``PolicyTrainer`` and a ``GenerationWorker`` of one model (``--hidden``,
+``--layers``, ``--heads``; GPT-2 family, a few tokens of vocabulary: the bytes are the blocks'), and a plain receiver
+actor holding the same model. Each round times, with the same bytes (the state dict's tensors):
+
+* **Ravel**: the refit as a run does it: the trainer's gather (``policy.weights_blob``: its state dict
+  serialised, timed in this process on a model of the same width, as the trainer caches the blob of a version),
+  then ``trainer.weights`` into the object store and the worker's ``update_weights`` on that reference (Ray's
+  fetch, ``torch.load``, ``load_state_dict`` and the engine's swap between batches), through the wire methods the
+  Java driver calls;
+* **plain Ray**: ``ray.put`` of the state dict, then a plain actor's ``ray.get`` of it (Ray resolving the
+  argument) and ``load_state_dict``;
+* **plain torch**: ``torch.save`` of the state dict into memory, ``torch.load`` and ``load_state_dict``, in this
+  process.
+
+GB/s is the state dict's bytes over a round's wall seconds; a round's ratio is Ravel's GB/s over plain Ray's.
+After one unrecorded warm-up of each, the rounds alternate their order; the report gives the median ratio, every
+round's figures and the ratio of each side's fastest round (noise only ever adds time). Timings of a shared
+machine are noisy: read the ratios of one invocation, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import ray
+import torch
+
+from ravel_workers import actors, policy
+from ravel_workers.wire import ModelConfig
+
+CARRIER = json.dumps({"traceparent": "", "tracestate": "", "baggage": ""})
+REF_ARG = json.dumps([{"$ref": 0}])
+
+
+@ray.remote(num_cpus=0)
+class Receiver:
+    """A plain actor holding the model: what a refit without Ravel would load into."""
+
+    def __init__(self, model: dict[str, Any], seed: int) -> None:
+        self.model = policy.build_model(ModelConfig.from_wire(model), seed)
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> int:
+        self.model.load_state_dict(state, strict=True)
+        return len(state)
+
+
+def _grpo() -> dict[str, Any]:
+    return {"group_size": 4, "clip_epsilon_low": 0.2, "clip_epsilon_high": 0.2, "kl_beta": 0.04,
+            "learning_rate": 0.01, "weight_decay": 0.0, "max_grad_norm": 1.0, "temperature": 1.0,
+            "advantage_eps": 1e-6}
+
+
+def state_bytes(state: dict[str, torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(prog="python -m ravel_checks.bench_refit", description=__doc__.splitlines()[0])
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", help="also write the report here")
+    a = ap.parse_args(argv)
+    if a.rounds < 1 or a.hidden < 1 or a.layers < 1 or a.heads < 1 or a.hidden % a.heads:
+        ap.error("--rounds, --hidden, --layers, --heads must be at least 1 and --hidden a multiple of --heads")
+    model = {"family": "gpt2", "vocab_size": 16, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
+             "max_positions": 16}
+    seed = 7
+    local = policy.build_model(ModelConfig.from_wire(model), seed)
+    state = policy.state_dict_cpu(local)
+    nbytes = state_bytes(state)
+
+    # a local ray.init() would otherwise switch on token auth and write ~/.ray/auth_token for every later `ray start`
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray_dir = tempfile.mkdtemp(prefix="rv-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             _temp_dir=ray_dir, log_to_driver=False,
+             runtime_env={"env_vars": {"RAVEL_TELEMETRY_ENABLED": "false"}})
+    try:
+        spec = {"model": model, "seed": seed, "device": "cpu"}
+        trainer = actors.PolicyTrainer.options(num_cpus=0).remote(json.dumps({**spec, "grpo": _grpo()}))
+        worker = actors.GenerationWorker.options(num_cpus=0, max_concurrency=4).remote(json.dumps(
+            {**spec, "eos_token": 13, "model_name": "bench", "engine": "transformers", "max_running_requests": 8}))
+        receiver = Receiver.remote(model, seed)  # type: ignore[attr-defined]
+
+        def ravel_round() -> float:
+            t0 = time.perf_counter()
+            policy.weights_blob(local, 1)  # the trainer's gather, on a model of the same width
+            blob_ref = trainer.weights.remote(CARRIER, "[]")
+            ray.get(worker.update_weights.remote(CARRIER, REF_ARG, blob_ref), timeout=600)
+            return time.perf_counter() - t0
+
+        def ray_round() -> float:
+            t0 = time.perf_counter()
+            ref = ray.put(state)
+            ray.get(receiver.load_state.remote(ref), timeout=600)
+            return time.perf_counter() - t0
+
+        def torch_round() -> float:
+            t0 = time.perf_counter()
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            local.load_state_dict(torch.load(io.BytesIO(buf.getvalue()), weights_only=True), strict=True)
+            return time.perf_counter() - t0
+
+        sides = {"ravel": ravel_round, "ray": ray_round, "torch": torch_round}
+        for run in sides.values():  # warm-up: actors built, imports done, the trainer's blob cached
+            run()
+        times: dict[str, list[float]] = {k: [] for k in sides}
+        for r in range(a.rounds):
+            for k in (list(sides) if r % 2 == 0 else list(reversed(list(sides)))):
+                times[k].append(sides[k]())
+    finally:
+        ray.shutdown()
+    gbps = {k: [nbytes / t / 1e9 for t in v] for k, v in times.items()}
+    ratios = [r / p for r, p in zip(gbps["ravel"], gbps["ray"], strict=True)]
+    report = {"bytes": nbytes, "rounds": a.rounds, "gb_per_s": gbps,
+              "ravel_over_ray": {"median": statistics.median(ratios), "rounds": ratios,
+                                 "fastest": max(gbps["ravel"]) / max(gbps["ray"])},
+              "torch_over_ray": {"median": statistics.median(
+                  [t / p for t, p in zip(gbps["torch"], gbps["ray"], strict=True)])}}
+    print(f"refit of {nbytes / 1e6:.1f} MB, {a.rounds} rounds")
+    for k, v in gbps.items():
+        print(f"  {k:6s} GB/s median {statistics.median(v):.3f}  rounds {', '.join(f'{x:.3f}' for x in v)}")
+    print(f"  Ravel / plain Ray: median {report['ravel_over_ray']['median']:.3f}, fastest rounds "
+          f"{report['ravel_over_ray']['fastest']:.3f}")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+    return report
+
+
+if __name__ == "__main__":
+    main()
