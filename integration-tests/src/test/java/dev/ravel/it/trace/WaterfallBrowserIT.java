@@ -122,11 +122,15 @@ final class WaterfallBrowserIT {
       String id = fold.getAttribute("data-fold-id");
       String name = fold.getAttribute("data-span-name");
       String parent = fold.getAttribute("data-parent-id");
-      // the spans it stands for: the parent's children of that name (leaves without errors, one process)
+      // the spans it stands for: the parent's children of that name (without errors, one process), each with its
+      // lifecycle children (an llm_request's queued, prefill, decode), which fold with it
       List<SpanRecord> expected = spans.values().stream()
           .filter(s -> s.parentSpanId().equals(parent) && s.name().equals(name)).toList();
+      Set<String> rows = new java.util.HashSet<>(expected.stream().map(SpanRecord::spanId).toList());
+      spans.values().stream().filter(s -> rows.contains(s.parentSpanId())).toList()
+          .forEach(c -> rows.add(c.spanId()));
       List<WebElement> members = browser.findElements(By.cssSelector(".span-row[data-fold-id='" + id + "']"));
-      assertThat(ids(members)).isEqualTo(expected.stream().map(SpanRecord::spanId).collect(Collectors.toSet()));
+      assertThat(ids(members)).isEqualTo(rows);
       assertThat(members).noneMatch(WebElement::isDisplayed);
       long[] d = expected.stream().mapToLong(SpanRecord::durationNanos).sorted().toArray();
       assertThat(fold.getAttribute("data-fold-count")).isEqualTo(Integer.toString(d.length));
@@ -141,7 +145,7 @@ final class WaterfallBrowserIT {
 
     WebElement fold = folds.get(0);
     String id = fold.getAttribute("data-fold-id");
-    int n = Integer.parseInt(fold.getAttribute("data-fold-count"));
+    int n = browser.findElements(By.cssSelector(".span-row[data-fold-id='" + id + "']")).size();
     WebElement toggle = fold.findElement(By.cssSelector("button.fold-toggle"));
     assertThat(toggle.getAttribute("aria-expanded")).isEqualTo("false");
     toggle.click();
@@ -193,9 +197,12 @@ final class WaterfallBrowserIT {
     assertThat(count.getAttribute("data-matches")).isEqualTo(Integer.toString(byName.size()));
     assertThat(count.getText()).startsWith(byName.size() + " spans match");
     for (WebElement fold : browser.findElements(By.cssSelector(".fold-row"))) {
+      // every span in the fold matches: the requests and their lifecycle children (llm_request.*)
+      Set<String> inFold = ids(browser.findElements(By.cssSelector(".span-row[data-fold-id='"
+          + fold.getAttribute("data-fold-id") + "']")));
+      assertThat(byName).containsAll(inFold);
       assertThat(fold.getAttribute("class")).contains("has-match");
-      assertThat(fold.findElement(By.cssSelector(".fold-match")).getText())
-          .isEqualTo(fold.getAttribute("data-fold-count") + " matches");
+      assertThat(fold.findElement(By.cssSelector(".fold-match")).getText()).isEqualTo(inFold.size() + " matches");
     }
 
     Set<String> byAttribute = matching("rl.step=1");
