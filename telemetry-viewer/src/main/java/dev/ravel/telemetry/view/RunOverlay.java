@@ -1,8 +1,6 @@
 package dev.ravel.telemetry.view;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -27,7 +25,6 @@ public final class RunOverlay {
   /** At most this many runs on one page (the palette's colours; more would not be told apart). */
   public static final int MAX_RUNS = 8;
 
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
   private final List<RunReport> runs;
@@ -85,13 +82,7 @@ public final class RunOverlay {
     ObjectNode data = data();
     StringBuilder h = new StringBuilder(64 * 1024);
     String title = "Ravel runs " + String.join(", ", runIds());
-    h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
-        .append("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ")
-        .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n")
-        .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-        .append("<link rel=\"icon\" href=\"data:,\">\n")
-        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n")
-        .append(WaterfallAssets.read("report.css", "</style")).append("</style>\n</head>\n<body class=\"overlay\">\n");
+    RunReport.head(h, title, "", "<body class=\"overlay\">\n");
     h.append("<header class=\"run-header\">\n<h1>").append(runs.size()).append(" runs compared</h1>\n")
         .append("<ul id=\"run-legend\" class=\"run-legend\">\n");
     for (int i = 0; i < runs.size(); i++) {
@@ -133,10 +124,12 @@ public final class RunOverlay {
       Long median = RunDiff.median(times);
       JsonNode last = steps.isEmpty() ? null : steps.get(steps.size() - 1);
       h.append("<tr class=\"run-row\" data-run=\"").append(Fmt.html(r.get("id").asText())).append("\">")
-          .append(td(r.get("id").asText())).append(td(r.path("run").path("mode").asText("")))
-          .append(td(r.path("run").path("status").asText("running or stopped")))
-          .append(td(Integer.toString(steps.size()))).append(td(median == null ? "" : Fmt.duration(median)))
-          .append(td(last == null || !last.path("reward_mean").isNumber() ? ""
+          .append(RunReport.td(r.get("id").asText()))
+          .append(RunReport.td(r.path("run").path("mode").asText("")))
+          .append(RunReport.td(r.path("run").path("status").asText("running or stopped")))
+          .append(RunReport.td(Integer.toString(steps.size())))
+          .append(RunReport.td(median == null ? "" : Fmt.duration(median)))
+          .append(RunReport.td(last == null || !last.path("reward_mean").isNumber() ? ""
               : String.format(java.util.Locale.ROOT, "%.3f", last.get("reward_mean").asDouble())))
           .append("</tr>\n");
     }
@@ -160,7 +153,7 @@ public final class RunOverlay {
       problems.stream().limit(50).forEach(p -> h.append("<li>").append(Fmt.html(p)).append("</li>\n"));
       h.append("</ul></section>\n");
     }
-    h.append("<script type=\"application/json\" id=\"report-data\">").append(Fmt.scriptJson(write(data)))
+    h.append("<script type=\"application/json\" id=\"report-data\">").append(Fmt.scriptJson(RunReport.write(data)))
         .append("</script>\n<script>\n").append(WaterfallAssets.read("report.js", "</script")).append("</script>\n")
         .append("</body>\n</html>\n");
     return h.toString();
@@ -180,17 +173,5 @@ public final class RunOverlay {
     ArrayNode keys = root.putArray("config_diff");
     differing.forEach(keys::add);
     return root;
-  }
-
-  private static String td(String s) {
-    return "<td>" + Fmt.html(s) + "</td>";
-  }
-
-  private static String write(JsonNode n) {
-    try {
-      return JSON.writeValueAsString(n);
-    } catch (JsonProcessingException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

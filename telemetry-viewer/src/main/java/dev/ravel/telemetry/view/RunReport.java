@@ -162,13 +162,7 @@ public final class RunReport {
     ObjectNode data = data();
     StringBuilder h = new StringBuilder(64 * 1024);
     String title = "Ravel run " + runId;
-    h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
-        .append("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ")
-        .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; frame-src 'self'\">\n")
-        .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-        .append("<link rel=\"icon\" href=\"data:,\">\n")
-        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n")
-        .append(WaterfallAssets.read("report.css", "</style")).append("</style>\n</head>\n<body>\n");
+    head(h, title, "; frame-src 'self'", "<body>\n");
 
     h.append("<header class=\"run-header\">\n<h1>Run <span class=\"run-id\">").append(Fmt.html(runId))
         .append("</span></h1>\n<dl class=\"run-meta\">\n");
@@ -492,7 +486,21 @@ public final class RunReport {
         : String.format(java.util.Locale.ROOT, "%.3f", d);
   }
 
-  private static String td(String s) {
+  /**
+   * The page's head, up to and with its {@code body} tag: no network ({@code default-src 'none'} and
+   * {@code extraPolicy}), the report's CSS inline.
+   */
+  static void head(StringBuilder h, String title, String extraPolicy, String body) {
+    h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+        .append("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ")
+        .append("style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:").append(extraPolicy)
+        .append("\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+        .append("<link rel=\"icon\" href=\"data:,\">\n")
+        .append("<title>").append(Fmt.html(title)).append("</title>\n<style>\n")
+        .append(WaterfallAssets.read("report.css", "</style")).append("</style>\n</head>\n").append(body);
+  }
+
+  static String td(String s) {
     return "<td>" + Fmt.html(s) + "</td>";
   }
 
@@ -520,7 +528,7 @@ public final class RunReport {
     return java.util.Base64.getEncoder().encodeToString(bytes.toByteArray());
   }
 
-  private static String write(JsonNode n) {
+  static String write(JsonNode n) {
     try {
       return JSON.writeValueAsString(n);
     } catch (JsonProcessingException e) {
