@@ -73,6 +73,19 @@ final class BenchCallsCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    Map<String, Object> root = measure();
+    if (json != null) {
+      if (json.toAbsolutePath().getParent() != null) {
+        Files.createDirectories(json.toAbsolutePath().getParent());
+      }
+      new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
+      System.out.println("wrote " + json.toAbsolutePath());
+    }
+    return 0;
+  }
+
+  /** Runs the rounds, prints the result and returns the report ({@code --json} writes it). */
+  Map<String, Object> measure() throws Exception {
     if (calls < 1 || rounds < 1 || payloadBytes < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "--calls and --rounds must be at least 1, --payload-bytes at least 0");
@@ -133,27 +146,20 @@ final class BenchCallsCommand implements Callable<Integer> {
     System.out.printf("CPU per call (mean over rounds): Ravel driver %.1f us + actor %.1f us; plain driver %.1f us"
         + " + actor %.1f us%n", meanOf(ravelCpu, 0) / 1e3, meanOf(ravelCpu, 1) / 1e3, meanOf(plainCpu, 0) / 1e3,
         meanOf(plainCpu, 1) / 1e3);
-    if (json != null) {
-      Map<String, Object> root = new LinkedHashMap<>();
-      root.put("variants", Map.of(
-          "ravel", Map.of("ns_per_call", ravel, "median_ns", BenchStats.median(ravel),
-              "driver_cpu_ns_per_call", meanOf(ravelCpu, 0), "actor_cpu_ns_per_call", meanOf(ravelCpu, 1)),
-          "plain", Map.of("ns_per_call", plain, "median_ns", BenchStats.median(plain),
-              "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
-      root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
-      if (generation != null) {
-        root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
-      }
-      root.put("calls", calls);
-      root.put("rounds", rounds);
-      root.put("payload_bytes", payloadBytes);
-      if (json.toAbsolutePath().getParent() != null) {
-        Files.createDirectories(json.toAbsolutePath().getParent());
-      }
-      new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), root);
-      System.out.println("wrote " + json.toAbsolutePath());
+    Map<String, Object> root = new LinkedHashMap<>();
+    root.put("variants", Map.of(
+        "ravel", Map.of("ns_per_call", ravel, "median_ns", BenchStats.median(ravel),
+            "driver_cpu_ns_per_call", meanOf(ravelCpu, 0), "actor_cpu_ns_per_call", meanOf(ravelCpu, 1)),
+        "plain", Map.of("ns_per_call", plain, "median_ns", BenchStats.median(plain),
+            "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
+    root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
+    if (generation != null) {
+      root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
     }
-    return 0;
+    root.put("calls", calls);
+    root.put("rounds", rounds);
+    root.put("payload_bytes", payloadBytes);
+    return root;
   }
 
   /**
@@ -223,20 +229,9 @@ final class BenchCallsCommand implements Callable<Integer> {
     return rows.stream().mapToDouble(x -> x[i]).average().orElse(Double.NaN);
   }
 
-  /**
-   * User plus system CPU time of process {@code pid} from {@code /proc/<pid>/stat} (clock ticks of 10 ms;
-   * over thousands of calls that resolves microseconds per call); -1 where there is no such file.
-   */
+  /** User plus system CPU time of process {@code pid} in ns ({@link ProcessCpu#ownNanos}); -1 when it is gone. */
   static long cpuNanos(long pid) {
-    try {
-      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      // fields after the command name in parentheses, which may hold spaces
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
-      return ticks * 10_000_000L;
-    } catch (java.io.IOException | RuntimeException e) {
-      return -1;
-    }
+    return ProcessCpu.ownNanos(pid);
   }
 
   private static void check(byte[] got, byte[] sent) {

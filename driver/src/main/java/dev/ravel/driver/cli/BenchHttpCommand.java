@@ -55,6 +55,15 @@ final class BenchHttpCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    measure();
+    return 0;
+  }
+
+  /**
+   * Runs the rounds, prints them and returns the report: tokens/s of each side per round and the paired ratio
+   * HTTP / embedded ({@code ratios.http_over_embedded}).
+   */
+  java.util.Map<String, Object> measure() throws Exception {
     if (prompts < 1 || groupSize < 1 || maxTokens < 1 || rounds < 1) {
       throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
           "--prompts, --group-size, --max-tokens and --rounds must be at least 1");
@@ -103,9 +112,16 @@ final class BenchHttpCommand implements Callable<Integer> {
         double ratio = median(httpTps) / median(embeddedTps);
         System.out.printf("median: embedded %,.0f tokens/s, http %,.0f tokens/s; http/embedded = %.3f%n",
             median(embeddedTps), median(httpTps), ratio);
+        java.util.Map<String, Object> root = new java.util.LinkedHashMap<>();
+        root.put("embedded_tokens_per_s", Arrays.stream(embeddedTps).boxed().toList());
+        root.put("http_tokens_per_s", Arrays.stream(httpTps).boxed().toList());
+        root.put("ratios", java.util.Map.of("http_over_embedded", BenchStats.ratio(
+            Arrays.stream(httpTps).boxed().toList(), Arrays.stream(embeddedTps).boxed().toList()).json()));
+        root.put("model", model.toString());
+        root.put("rounds", rounds);
+        return root;
       }
     }
-    return 0;
   }
 
   /** Tokens a second of one batch's generation ({@code bench-http}, {@code bench-calls}). */

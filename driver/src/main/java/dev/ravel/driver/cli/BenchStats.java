@@ -61,4 +61,21 @@ final class BenchStats {
     double half = t * Math.sqrt(var / r.length);
     return new Ratio(mean, mean - half, mean + half, perRound);
   }
+
+  /**
+   * The median of {@code xs} with a distribution-free 95% interval from the order statistics (the ranks
+   * {@code n/2 -+ 0.98 sqrt(n)}, rounded outwards); the values themselves as {@code per_round}. NaN and no interval
+   * when {@code xs} is empty; no interval under 3 values.
+   */
+  static Ratio medianOf(List<Double> xs) {
+    double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    int n = a.length;
+    if (n < 3) {
+      return new Ratio(median(xs), null, null, xs);
+    }
+    double half = 0.98 * Math.sqrt(n);
+    int lo = Math.max(0, (int) Math.floor(n / 2.0 - half) - 1);
+    int hi = Math.min(n - 1, (int) Math.ceil(n / 2.0 + half));
+    return new Ratio(median(xs), a[lo], a[hi], xs);
+  }
 }

@@ -36,4 +36,18 @@ final class BenchStatsTest {
     assertThat(BenchStats.median(List.of(4.0, 1.0, 2.0, 3.0))).isEqualTo(2.5);
     assertThat(BenchStats.median(List.of())).isNaN();
   }
+
+  @Test
+  void medianOf_givesAnOrderStatisticIntervalAroundTheMedian() {
+    List<Double> xs = java.util.stream.IntStream.rangeClosed(1, 20).mapToObj(i -> (double) (21 - i)).toList();
+
+    BenchStats.Ratio m = BenchStats.medianOf(xs);
+
+    assertThat(m.value()).isEqualTo(10.5);
+    assertThat(m.low()).isEqualTo(5.0);
+    assertThat(m.high()).isEqualTo(16.0);
+    assertThat(m.perRound()).isEqualTo(xs);
+    assertThat(BenchStats.medianOf(List.of(1.0, 2.0)).low()).isNull();
+    assertThat(BenchStats.medianOf(List.of()).value()).isNaN();
+  }
 }
