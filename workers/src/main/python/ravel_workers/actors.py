@@ -359,11 +359,11 @@ class PolicyTrainerImpl(RoleActor):
     @role_method()
     def checkpoint(self, directory: str) -> str:
         """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename) and returns its path:
-        the weights blob's ``version`` and ``state_dict`` (so it loads as one) with the AdamW state and the optimizer
-        steps taken, all a resumed trainer needs to go on bit for bit; beside it ``weights-v<version>.pt.sha256``,
-        the weights' digest (:func:`policy.weights_sha256`). A policy loaded from ``model.path`` is also written as
-        ``<directory>/hf/``, ``save_pretrained`` with its tokenizer, which ``AutoModelForCausalLM.from_pretrained``
-        loads."""
+        the weights' ``version`` and ``state_dict`` (:func:`policy.read_blob` reads them) with the AdamW state and
+        the optimizer steps taken, all a resumed trainer needs to go on bit for bit; beside it
+        ``weights-v<version>.pt.sha256``, the weights' digest (:func:`policy.weights_sha256`). A policy loaded from
+        ``model.path`` is also written as ``<directory>/hf/``, ``save_pretrained`` with its tokenizer, which
+        ``AutoModelForCausalLM.from_pretrained`` loads."""
         with self._lock:
             version = self.version
             state = {"version": version, "state_dict": policy.state_dict_cpu(self.model),

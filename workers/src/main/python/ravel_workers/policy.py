@@ -1,4 +1,4 @@
-"""The policy: a small causal LM built from a :class:`~ravel_workers.wire.ModelConfig`, and weights blobs.
+"""The policy: a small causal LM built from a :class:`~ravel_workers.wire.ModelConfig`, and checkpoint reading.
 
 The model is randomly initialised, deterministically from the seed: ``torch.manual_seed(seed)`` right
 before construction, on the CPU, then moved to the device, so every worker and the trainer start from the
@@ -90,10 +90,10 @@ def read_blob(blob: bytes) -> tuple[int, dict[str, torch.Tensor]]:
     """The version and state dict of ``torch.save({"version", "state_dict", ...})`` bytes, a trainer checkpoint
     (loaded with ``weights_only=True``, on the CPU)."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
-        raise TypeError(f"weights blob: expected bytes, got {type(blob).__name__}")
+        raise TypeError(f"checkpoint: expected bytes, got {type(blob).__name__}")
     data = torch.load(io.BytesIO(bytes(blob)), map_location="cpu", weights_only=True)
     if not isinstance(data, dict) or any(k not in data for k in BLOB_KEYS):
-        raise ValueError(f"weights blob: expected a dict with keys {BLOB_KEYS}")
+        raise ValueError(f"checkpoint: expected a dict with keys {BLOB_KEYS}")
     return int(data["version"]), data["state_dict"]
 
 

@@ -1,4 +1,4 @@
-"""The policy: deterministic random initialisation per family, weights blobs, generation with both families."""
+"""The policy: deterministic random initialisation per family, checkpoint reading, generation with both families."""
 
 from __future__ import annotations
 
