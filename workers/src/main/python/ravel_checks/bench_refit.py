@@ -5,20 +5,22 @@ runs Ravel's own actor classes, a ``PolicyTrainer`` and a ``GenerationWorker`` o
 ``--layers``, ``--heads``; GPT-2 family, a few tokens of vocabulary: the bytes are the blocks'), and a plain receiver
 actor holding the same model. Each round times, with the same bytes (the state dict's tensors):
 
-* **Ravel**: the refit as a run does it: the trainer's gather (``policy.weights_blob``: its state dict
-  serialised, timed in this process on a model of the same width, as the trainer caches the blob of a version),
-  then ``trainer.weights`` into the object store and the worker's ``update_weights`` on that reference (Ray's
-  fetch, ``torch.load``, ``load_state_dict`` and the engine's swap between batches), through the wire methods the
-  Java driver calls;
+* **Ravel**: the refit as a run does it: the trainer's gather (``weights.gather``: its state dict copied into one
+  buffer, timed in this process on a model of the same width, as the trainer caches the weights of a version),
+  then ``trainer.weights`` into the object store (the buffer out of band: one copy) and the worker's
+  ``update_weights`` on that reference (Ray's fetch, a mapping of shared memory; ``load_state_dict`` from views
+  into it and the engine's swap between batches), through the wire methods the Java driver calls;
 * **plain Ray**: ``ray.put`` of the state dict, then a plain actor's ``ray.get`` of it (Ray resolving the
   argument) and ``load_state_dict``;
 * **plain torch**: ``torch.save`` of the state dict into memory, ``torch.load`` and ``load_state_dict``, in this
   process.
 
 GB/s is the state dict's bytes over a round's wall seconds; a round's ratio is Ravel's GB/s over plain Ray's.
-After one unrecorded warm-up of each, the rounds alternate their order; the report gives the median ratio, every
-round's figures and the ratio of each side's fastest round (noise only ever adds time). Timings of a shared
-machine are noisy: read the ratios of one invocation, not the seconds.
+After one unrecorded warm-up of each, the rounds alternate their order. The report (``--json``) gives ``bytes``,
+every round's GB/s of each side and, under ``ravel_over_ray``, the per-round ratios (``per_round``), their mean
+(``value``) with its Student-t 95% interval over the rounds (``ci95``, ``[null, null]`` for one round), their
+``median`` and the ratio of each side's fastest round (``fastest``: noise only ever adds time). Timings of a
+shared machine are noisy: read the ratios of one invocation, not the seconds.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -36,6 +39,7 @@ import ray
 import torch
 
 from ravel_workers import actors, policy
+from ravel_workers.weights import gather
 from ravel_workers.wire import ModelConfig
 
 CARRIER = json.dumps({"traceparent": "", "tracestate": "", "baggage": ""})
@@ -62,6 +66,33 @@ def _grpo() -> dict[str, Any]:
 
 def state_bytes(state: dict[str, torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in state.values())
+
+
+#: Student's t, two-sided 95% (the 0.975 quantile), for 1 to 30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    """Student's t 0.975 quantile for ``df`` degrees of freedom (a table to 30, Cornish-Fisher beyond)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {df}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+
+
+def summary(ratios: list[float]) -> dict[str, Any]:
+    """``value`` (the mean), ``ci95`` (Student-t 95% interval of the mean; ``[None, None]`` for one value),
+    ``per_round`` and ``median`` of per-round ratios."""
+    mean = statistics.fmean(ratios)
+    if len(ratios) < 2:
+        ci: list[float | None] = [None, None]
+    else:
+        half = t975(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+        ci = [mean - half, mean + half]
+    return {"value": mean, "ci95": ci, "per_round": list(ratios), "median": statistics.median(ratios)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -96,9 +127,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         def ravel_round() -> float:
             t0 = time.perf_counter()
-            policy.weights_blob(local, 1)  # the trainer's gather, on a model of the same width
-            blob_ref = trainer.weights.remote(CARRIER, "[]")
-            ray.get(worker.update_weights.remote(CARRIER, REF_ARG, blob_ref), timeout=600)
+            gather(local, 1)  # the trainer's gather, on a model of the same width
+            weights_ref = trainer.weights.remote(CARRIER, "[]")
+            ray.get(worker.update_weights.remote(CARRIER, REF_ARG, weights_ref), timeout=600)
             return time.perf_counter() - t0
 
         def ray_round() -> float:
@@ -115,7 +146,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             return time.perf_counter() - t0
 
         sides = {"ravel": ravel_round, "ray": ray_round, "torch": torch_round}
-        for run in sides.values():  # warm-up: actors built, imports done, the trainer's blob cached
+        for run in sides.values():  # warm-up: actors built, imports done, the trainer's weights gathered
             run()
         times: dict[str, list[float]] = {k: [] for k in sides}
         for r in range(a.rounds):
@@ -126,15 +157,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     gbps = {k: [nbytes / t / 1e9 for t in v] for k, v in times.items()}
     ratios = [r / p for r, p in zip(gbps["ravel"], gbps["ray"], strict=True)]
     report = {"bytes": nbytes, "rounds": a.rounds, "gb_per_s": gbps,
-              "ravel_over_ray": {"median": statistics.median(ratios), "rounds": ratios,
-                                 "fastest": max(gbps["ravel"]) / max(gbps["ray"])},
+              "ravel_over_ray": {**summary(ratios), "fastest": max(gbps["ravel"]) / max(gbps["ray"])},
               "torch_over_ray": {"median": statistics.median(
                   [t / p for t, p in zip(gbps["torch"], gbps["ray"], strict=True)])}}
     print(f"refit of {nbytes / 1e6:.1f} MB, {a.rounds} rounds")
     for k, v in gbps.items():
         print(f"  {k:6s} GB/s median {statistics.median(v):.3f}  rounds {', '.join(f'{x:.3f}' for x in v)}")
-    print(f"  Ravel / plain Ray: median {report['ravel_over_ray']['median']:.3f}, fastest rounds "
-          f"{report['ravel_over_ray']['fastest']:.3f}")
+    r = report["ravel_over_ray"]
+    low, high = r["ci95"]
+    interval = f"[{low:.3f}, {high:.3f}]" if low is not None else "[n/a]"
+    print(f"  Ravel / plain Ray: mean {r['value']:.3f} (95% CI {interval}), median {r['median']:.3f}, "
+          f"fastest rounds {r['fastest']:.3f}; rounds {', '.join(f'{x:.3f}' for x in r['per_round'])}")
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)

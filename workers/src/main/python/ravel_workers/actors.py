@@ -43,6 +43,7 @@ from .grpo import (
 )
 from .role import role_method
 from .telemetry import ProcessTelemetry, process_telemetry
+from .weights import Weights, gather
 from .wire import (
     EngineStats,
     GenerationRequest,
@@ -64,7 +65,7 @@ class _Engine(Protocol):
     def submit(self, requests: Sequence[GenerationRequest],
                parent_context: otel_context.Context | None = None) -> list[GenerationResult]: ...
 
-    def update_weights(self, blob: bytes) -> int: ...
+    def update_weights(self, weights: Weights) -> int: ...
 
     def stats(self) -> EngineStats: ...
 
@@ -121,13 +122,14 @@ class GenerationWorkerImpl(RoleActor):
         return self.engine.submit(requests, otel_context.get_current())
 
     @role_method()
-    def update_weights(self, blob: bytes) -> int:
-        """Loads a weights blob (the resolved object reference) between batches; returns its version.
+    def update_weights(self, weights: Weights) -> int:
+        """Loads the trainer's weights (the resolved object reference) between batches; returns their version.
 
-        The load is the refit stage ``rl.refit.load`` (its bytes the blob's); the blob's fetch from the object
-        store is Ray's resolution of the argument, done before this method (and its span) starts."""
-        with refit_stage(self.telemetry, names.REFIT_LOAD, len(blob)):
-            return self.engine.update_weights(blob)
+        The load is the refit stage ``rl.refit.load`` (its bytes the weights' buffer); the fetch from the object
+        store is Ray's resolution of the argument, done before this method (and its span) starts: on the
+        trainer's node a mapping of shared memory, not a copy (:mod:`ravel_workers.weights`)."""
+        with refit_stage(self.telemetry, names.REFIT_LOAD, weights.nbytes):
+            return self.engine.update_weights(weights)
 
     @role_method(traced=False)
     def engine_stats(self) -> EngineStats:
@@ -163,7 +165,7 @@ class PolicyTrainerImpl(RoleActor):
         self.optimizer_steps = 0  # the learning-rate schedule's position
         self._lock = threading.RLock()
         self._cache: tuple[list[str], int, torch.Tensor] | None = None
-        self._blob: tuple[int, bytes] | None = None
+        self._published: Weights | None = None
         self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
         if self.spec.resume_from:
             self._restore(Path(self.spec.resume_from))
@@ -315,7 +317,7 @@ class PolicyTrainerImpl(RoleActor):
             return 1
         with self._lock:
             group.join(address, self.spec.rank, self.spec.world_size, self.device, self.model)
-            self._blob = None
+            self._published = None
         return self.spec.world_size
 
     def _learning_rate(self) -> float:
@@ -324,19 +326,21 @@ class PolicyTrainerImpl(RoleActor):
         return g.learning_rate * lr_factor(self.optimizer_steps, g.warmup_steps * g.ppo_epochs,
                                            g.total_steps * g.ppo_epochs, g.lr_scheduler)
 
-    def weights_blob(self) -> tuple[int, bytes]:
-        """The current version and its weights blob (serialised once per version)."""
+    def published(self) -> Weights:
+        """The current version's weights, gathered into one CPU buffer once per version (the refit stage
+        ``rl.refit.gather``, its bytes the buffer's)."""
         with self._lock:
-            if self._blob is None or self._blob[0] != self.version:
+            if self._published is None or self._published.version != self.version:
                 with refit_stage(self.telemetry, names.REFIT_GATHER, 0) as stage:
-                    self._blob = (self.version, policy.weights_blob(self.model, self.version))
-                    stage.set_attribute(names.REFIT_BYTES, len(self._blob[1]))
-            return self._blob
+                    self._published = gather(self.model, self.version)
+                    stage.set_attribute(names.REFIT_BYTES, self._published.nbytes)
+            return self._published
 
     @role_method(traced=False, raw_result=True)
-    def weights(self) -> bytes:
-        """The current weights blob (``torch.save({"version", "state_dict"})``, CPU tensors)."""
-        return self.weights_blob()[1]
+    def weights(self) -> dict[str, Any]:
+        """The current weights as :mod:`ravel_workers.weights`' wire dict: Ray stores its buffer out of band (one
+        copy into the object store), and the Java driver passes the reference on to the workers unread."""
+        return self.published().to_wire()
 
     def _restore(self, file: Path) -> None:
         """Goes on from a checkpoint's trainer state: weights, AdamW state, optimizer steps (the learning-rate
@@ -355,11 +359,11 @@ class PolicyTrainerImpl(RoleActor):
     @role_method()
     def checkpoint(self, directory: str) -> str:
         """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename) and returns its path:
-        the weights blob's ``version`` and ``state_dict`` (so it loads as one) with the AdamW state and the optimizer
-        steps taken, all a resumed trainer needs to go on bit for bit; beside it ``weights-v<version>.pt.sha256``,
-        the weights' digest (:func:`policy.weights_sha256`). A policy loaded from ``model.path`` is also written as
-        ``<directory>/hf/``, ``save_pretrained`` with its tokenizer, which ``AutoModelForCausalLM.from_pretrained``
-        loads."""
+        the weights' ``version`` and ``state_dict`` (:func:`policy.read_blob` reads them) with the AdamW state and
+        the optimizer steps taken, all a resumed trainer needs to go on bit for bit; beside it
+        ``weights-v<version>.pt.sha256``, the weights' digest (:func:`policy.weights_sha256`). A policy loaded from
+        ``model.path`` is also written as ``<directory>/hf/``, ``save_pretrained`` with its tokenizer, which
+        ``AutoModelForCausalLM.from_pretrained`` loads."""
         with self._lock:
             version = self.version
             state = {"version": version, "state_dict": policy.state_dict_cpu(self.model),

@@ -45,8 +45,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, set_span_in_
 from opentelemetry.util.types import AttributeValue
 
 from . import names
-from .policy import read_blob
 from .telemetry import ProcessTelemetry
+from .weights import Weights
 from .wire import FINISH_REASONS, EngineStats, GenerationRequest, GenerationResult, RequestStats
 
 LOG = logging.getLogger(__name__)
@@ -228,9 +228,13 @@ class TransformersEngine:
             results.append(s.result)
         return results
 
-    def update_weights(self, blob: bytes) -> int:
-        """Loads a weights blob between batches (waits for the running batch); returns its version."""
-        version, state = read_blob(blob)
+    def update_weights(self, weights: Weights) -> int:
+        """Loads the trainer's weights between batches (waits for the running batch); returns their version.
+
+        ``load_state_dict`` copies each tensor from its view into ``weights``' buffer: the load's only copy."""
+        if not isinstance(weights, Weights):
+            raise TypeError(f"update_weights: expected Weights, got {type(weights).__name__}")
+        version, state = weights.version, weights.state_dict()
         with self._update_lock:
             update = _WeightUpdate(version=version, state=state)
             with self._cond:

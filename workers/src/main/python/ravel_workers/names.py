@@ -40,6 +40,9 @@ LLM_REQUEST: Final[str] = CONTRACT["spans"]["llm_request"]
 #: Refit stages a Python actor opens (Java ``SpanNames``): the trainer's gather-and-serialise, an engine's load.
 REFIT_GATHER: Final[str] = CONTRACT["refit_spans"]["REFIT_GATHER"]
 REFIT_LOAD: Final[str] = CONTRACT["refit_spans"]["REFIT_LOAD"]
+#: The weights a Python trainer publishes for a refit: the wire dict's format tag and keys (ravel_workers.weights).
+WEIGHTS_FORMAT: Final[str] = CONTRACT["refit_weights"]["format"]
+WEIGHTS_KEYS: Final[tuple[str, ...]] = tuple(CONTRACT["refit_weights"]["keys"])
 #: The children of ``llm_request`` that tile it, one per stage of the request's lifecycle (Java ``SpanNames``).
 LLM_REQUEST_QUEUED: Final[str] = CONTRACT["spans"]["llm_request_queued"]
 LLM_REQUEST_PREFILL: Final[str] = CONTRACT["spans"]["llm_request_prefill"]

@@ -1,4 +1,4 @@
-"""The policy: a small causal LM built from a :class:`~ravel_workers.wire.ModelConfig`, and weights blobs.
+"""The policy: a small causal LM built from a :class:`~ravel_workers.wire.ModelConfig`, and checkpoint reading.
 
 The model is randomly initialised, deterministically from the seed: ``torch.manual_seed(seed)`` right
 before construction, on the CPU, then moved to the device, so every worker and the trainer start from the
@@ -10,7 +10,8 @@ output nearly independent of the prompt, and GRPO then collapses onto one answer
 Families: ``gpt2`` (``GPT2Config``/``GPT2LMHeadModel``) and ``qwen2`` (``Qwen2Config``/``Qwen2ForCausalLM``,
 intermediate size 4 x hidden, as many KV heads as heads). Input and output embeddings are tied.
 
-A weights blob is what ``torch.save({"version": v, "state_dict": ...})`` writes, tensors on the CPU.
+A trainer checkpoint is what ``torch.save({"version": v, "state_dict": ..., ...})`` writes, tensors on the CPU
+(:func:`read_blob` reads its weights). A refit moves weights otherwise: :mod:`ravel_workers.weights`.
 """
 
 from __future__ import annotations
@@ -85,20 +86,14 @@ def state_dict_cpu(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
-def weights_blob(model: torch.nn.Module, version: int) -> bytes:
-    """The weights blob of ``model`` at ``version``: ``torch.save({"version", "state_dict"})`` bytes."""
-    buf = io.BytesIO()
-    torch.save({"version": int(version), "state_dict": state_dict_cpu(model)}, buf)
-    return buf.getvalue()
-
-
 def read_blob(blob: bytes) -> tuple[int, dict[str, torch.Tensor]]:
-    """The version and state dict of a weights blob (loaded with ``weights_only=True``, on the CPU)."""
+    """The version and state dict of ``torch.save({"version", "state_dict", ...})`` bytes, a trainer checkpoint
+    (loaded with ``weights_only=True``, on the CPU)."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
-        raise TypeError(f"weights blob: expected bytes, got {type(blob).__name__}")
+        raise TypeError(f"checkpoint: expected bytes, got {type(blob).__name__}")
     data = torch.load(io.BytesIO(bytes(blob)), map_location="cpu", weights_only=True)
     if not isinstance(data, dict) or any(k not in data for k in BLOB_KEYS):
-        raise ValueError(f"weights blob: expected a dict with keys {BLOB_KEYS}")
+        raise ValueError(f"checkpoint: expected a dict with keys {BLOB_KEYS}")
     return int(data["version"]), data["state_dict"]
 
 
@@ -114,9 +109,3 @@ def weights_sha256(model: torch.nn.Module) -> str:
         h.update(c.view(torch.uint8).numpy().tobytes() if c.numel() else b"")
     return h.hexdigest()
 
-
-def load_blob(model: torch.nn.Module, blob: bytes) -> int:
-    """Loads a weights blob into ``model`` (strict: every key must match); returns its version."""
-    version, state = read_blob(blob)
-    model.load_state_dict(state, strict=True)
-    return version

@@ -15,9 +15,11 @@ The decorated method is what Ray exposes: ``generate(carrier, args, *refs) -> by
 ``rl.actor.role`` and ``rl.actor.method``; only while the WORKER span group is on), decodes ``args``
 (``{"$ref": i}`` replaced by ``refs[i]``, then each argument converted to its annotated type), calls the
 method, and returns the UTF-8 JSON of the result's wire form (or the result itself for ``raw_result=True``,
-which must be bytes). An exception is recorded on the span (an ``exception`` event, status ERROR) and
-re-raised. ``traced=False`` resumes the context but opens no span. The undecorated method stays reachable
-as ``Class.method.typed`` (not ``__wrapped__``: Ray follows that to validate calls against the signature).
+which Ray serialises as it is: bytes stay bytes, readable by Java; anything else is for Python only, an object
+whose reference the Java caller passes on unread, such as the trainer's weights). An exception is recorded
+on the span (an ``exception`` event, status ERROR) and re-raised. ``traced=False`` resumes the context but
+opens no span. The undecorated method stays reachable as ``Class.method.typed`` (not ``__wrapped__``: Ray
+follows that to validate calls against the signature).
 """
 
 from __future__ import annotations
@@ -97,9 +99,9 @@ def role_method(*, traced: bool = True, raw_result: bool = False) -> Callable[[F
                 raise TypeError(f"{type(self).__name__}.{name} takes {len(hints)} argument(s), got {len(values)}")
             result = func(self, *[wire.from_wire(t, v) for t, v in zip(hints, values, strict=True)])
             if raw_result:
-                if not isinstance(result, (bytes, bytearray)):
-                    raise TypeError(f"{name} must return bytes, got {type(result).__name__}")
-                return bytes(result)
+                if result is None:
+                    raise TypeError(f"{name} returned None (a raw result is the object itself)")
+                return typing.cast(bytes, result)
             return wire.encode_result(result)
 
         @functools.wraps(func)

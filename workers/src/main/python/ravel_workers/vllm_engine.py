@@ -17,7 +17,7 @@ no GPU where its tests run): kept small, against vLLM's public API (``AsyncLLMEn
 - Behaviour log-probs: vLLM's ``processed_logprobs`` mode (after temperature, and after top-p truncation,
   so they equal the contract's "before top-p" values only when ``top_p`` is 1).
 - Weight updates go through ``collective_rpc`` to :class:`WeightLoader`, a worker extension that loads the
-  blob's state dict with the model's ``load_weights``.
+  trainer's weights (:mod:`ravel_workers.weights`, views into one buffer) with the model's ``load_weights``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from opentelemetry import context as otel_context
 from . import policy
 from .role import TRACE_CONTEXT
 from .telemetry import OtlpConfig, ProcessTelemetry
+from .weights import Weights
 from .wire import FINISH_REASONS, EngineStats, GenerationRequest, GenerationResult, GenerationWorkerSpec, RequestStats
 
 
@@ -48,10 +49,12 @@ def _import_vllm() -> Any:
 
 
 class WeightLoader:
-    """vLLM worker extension (``worker_extension_cls``): loads a Ravel weights blob into the running model."""
+    """vLLM worker extension (``worker_extension_cls``): loads the trainer's weights (:mod:`ravel_workers.weights`'
+    wire dict) into the running model."""
 
-    def ravel_load_weights(self, blob: bytes) -> int:
-        version, state = policy.read_blob(blob)
+    def ravel_load_weights(self, wire: dict[str, Any]) -> int:
+        weights = Weights.from_wire(wire)
+        version, state = weights.version, weights.state_dict()
         # model_runner is the vLLM worker's, which this class extends (vLLM mixes it into its worker class)
         self.model_runner.model.load_weights(weights=list(state.items()))  # type: ignore[attr-defined]
         return version
@@ -150,9 +153,10 @@ class VllmEngine:
                                 logprobs=logprobs, finish_reason=reason, weight_version=version if tokens else -1,
                                 stats=stats, traced=self.telemetry.engine_tracing and reason != "error", error=error)
 
-    def update_weights(self, blob: bytes) -> int:
-        """Loads a weights blob into every vLLM worker; returns its version."""
-        versions = self._run(self._engine.collective_rpc("ravel_load_weights", args=(bytes(blob),)))
+    def update_weights(self, weights: Weights) -> int:
+        """Loads the trainer's weights into every vLLM worker (their wire dict, as vLLM passes arguments on);
+        returns their version."""
+        versions = self._run(self._engine.collective_rpc("ravel_load_weights", args=(weights.to_wire(),)))
         self._version = int(versions[0])
         return self._version
 

@@ -13,6 +13,7 @@ import torch
 
 from ravel_workers import actors, names, policy
 from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
+from ravel_workers.weights import Weights
 from ravel_workers.wire import ModelConfig
 
 from support import TINY_MODEL, TRACEPARENT, call, carrier, request, spans_of, trainer_spec, worker_spec
@@ -65,28 +66,34 @@ def test_llm_request_spans_are_children_of_the_worker_span(make_telemetry):
         w.close()
 
 
-def test_update_weights_from_a_trainer_blob(worker, trainer):
+def test_update_weights_from_a_trainers_weights(worker, trainer):
     batch = batch_of(worker, [[3, 10, 4, 12], [1, 10, 1, 12]])
     outcome = call(trainer.train, batch)
     assert outcome["version"] == 1 and outcome["tokens"] == sum(len(t["completion"]) for t in batch)
-    blob = trainer.weights(carrier(), "[]")
-    assert isinstance(blob, bytes) and policy.read_blob(blob)[0] == 1
-    assert call(worker.update_weights, {"$ref": 0}, refs=(blob,)) == 1
+    wire = trainer.weights(carrier(), "[]")
+    assert wire["format"] == names.WEIGHTS_FORMAT and Weights.from_wire(wire).version == 1
+    assert call(worker.update_weights, {"$ref": 0}, refs=(wire,)) == 1
+    trained = trainer.model.state_dict()
+    assert all(torch.equal(v, trained[k]) for k, v in worker.engine.model.state_dict().items())
     r = call(worker.generate, [request("x", [1, 10, 1, 12])])[0]
     assert r["weight_version"] == 1
 
 
-def test_refit_stages_gather_and_load_are_spans_with_the_blobs_bytes(worker, trainer):
+def test_refit_stages_gather_and_load_are_spans_with_the_weights_bytes(worker, trainer):
     call(trainer.train, batch_of(worker, [[3, 10, 4, 12]]))
-    blob = trainer.weights(carrier(), "[]")
-    assert trainer.weights(carrier(), "[]") == blob  # serialised once per version: one gather span
-    call(worker.update_weights, {"$ref": 0}, refs=(blob,), carrier=carrier())
+    wire = trainer.weights(carrier(), "[]")
+    again = trainer.weights(carrier(), "[]")["data"]
+    assert again.ctypes.data == wire["data"].ctypes.data  # gathered once per version: one gather span
+    nbytes = wire["data"].nbytes
+    assert nbytes >= sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in
+                                                                trainer.model.state_dict().values()}.values())
+    call(worker.update_weights, {"$ref": 0}, refs=(wire,), carrier=carrier())
     gathers = [s for s in spans_of(trainer.telemetry) if s["name"] == names.REFIT_GATHER]
-    assert [int(g["_attributes"][names.REFIT_BYTES]) for g in gathers] == [len(blob)]
+    assert [int(g["_attributes"][names.REFIT_BYTES]) for g in gathers] == [nbytes]
     assert gathers[0]["parentSpanId"] == TRACEPARENT.split("-")[2]  # under the caller's refit
     spans = {s["name"]: s for s in spans_of(worker.telemetry)}
     load = spans[names.REFIT_LOAD]
-    assert int(load["_attributes"][names.REFIT_BYTES]) == len(blob)
+    assert int(load["_attributes"][names.REFIT_BYTES]) == nbytes
     assert load["parentSpanId"] == spans["rl.worker.update_weights"]["spanId"]
 
 

@@ -23,4 +23,19 @@ def test_the_benchmark_moves_the_state_dicts_bytes_every_way(tmp_path: Path, mon
     assert json.loads(out.read_text(encoding="utf-8"))["bytes"] == expected
     for side in ("ravel", "ray", "torch"):
         assert len(report["gb_per_s"][side]) == 2 and all(x > 0 for x in report["gb_per_s"][side])
-    assert len(report["ravel_over_ray"]["rounds"]) == 2 and report["ravel_over_ray"]["median"] > 0
+    r = report["ravel_over_ray"]
+    assert set(r) == {"value", "ci95", "per_round", "median", "fastest"}
+    assert len(r["per_round"]) == 2 and r["median"] > 0 and r["fastest"] > 0
+    assert r["value"] == pytest.approx(sum(r["per_round"]) / 2)
+    low, high = r["ci95"]
+    assert low <= r["value"] <= high
+    assert json.loads(out.read_text(encoding="utf-8"))["ravel_over_ray"]["per_round"] == r["per_round"]
+
+
+def test_the_ratios_summary_is_a_mean_with_a_student_t_interval() -> None:
+    s = bench_refit.summary([1.0, 2.0, 3.0])
+    assert s["value"] == 2.0 and s["median"] == 2.0 and s["per_round"] == [1.0, 2.0, 3.0]
+    assert s["ci95"] == pytest.approx([2.0 - 4.303 / 3 ** 0.5, 2.0 + 4.303 / 3 ** 0.5])
+    assert bench_refit.summary([0.7])["ci95"] == [None, None]
+    assert bench_refit.t975(1) == 12.706 and bench_refit.t975(30) == 2.042
+    assert 1.96 < bench_refit.t975(31) < 2.042 and bench_refit.t975(1000) == pytest.approx(1.962, abs=1e-3)

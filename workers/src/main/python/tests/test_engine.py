@@ -15,6 +15,7 @@ from ravel_workers.engine import TransformersEngine, sample_tokens
 from ravel_workers.grpo import completion_logprobs
 from ravel_workers.names import CONTRACT
 from ravel_workers.role import extract_carrier
+from ravel_workers.weights import gather
 from ravel_workers.wire import EngineStats, GenerationRequest, ModelConfig, SamplingParams
 
 from support import TRACEPARENT, carrier, spans_of
@@ -201,14 +202,14 @@ def test_stats_count_queue_time_and_integrate_the_load(engine):
 def test_weight_update_applies_between_batches(engine):
     other = policy.build_model(CONFIG, seed=8)
     before = engine.submit([req("w", [1, 10, 1, 12], 4, 0.0)])[0]
-    assert engine.update_weights(policy.weights_blob(other, 5)) == 5
+    assert engine.update_weights(gather(other, 5)) == 5
     after = engine.submit([req("w", [1, 10, 1, 12], 4, 0.0)])[0]
     assert (before.weight_version, after.weight_version) == (0, 5)
     with torch.no_grad():
         lp, _ = completion_logprobs(other, [after.prompt_tokens], [after.completion_tokens], 0.0, "cpu")
     assert lp[0].tolist() == pytest.approx(after.logprobs, abs=1e-4)
-    with pytest.raises(Exception):  # noqa: B017 - whatever torch.load raises on garbage (varies by torch version)
-        engine.update_weights(b"not a blob")
+    with pytest.raises(TypeError, match="Weights"):
+        engine.update_weights(b"not weights")  # type: ignore[arg-type]
 
 
 def test_llm_request_spans(make_telemetry):

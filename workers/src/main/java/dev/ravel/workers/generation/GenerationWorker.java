@@ -28,8 +28,8 @@ public interface GenerationWorker extends RavelRole {
   /**
    * Loads the weights behind {@code weights}, one object in the object store that every worker is passed by
    * reference; returns their version. For a Java worker the object is a {@code Payload<ModelWeights>} the
-   * driver put there; for a Python worker it is the Python trainer's weights blob, left in the object store by
-   * its {@code weights} call.
+   * driver put there; for a Python worker it is the Python trainer's weights ({@code PythonWorkers.WEIGHTS_FORMAT}),
+   * left in the object store by its {@code weights} call.
    */
   long updateWeights(ObjectRef<?> weights);
 

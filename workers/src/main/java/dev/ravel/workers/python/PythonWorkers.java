@@ -26,6 +26,15 @@ public final class PythonWorkers {
   public static final List<String> ENGINES = List.of("transformers", "vllm");
   /** Where a Python worker puts its model. */
   public static final List<String> DEVICES = List.of("auto", "cpu", "cuda");
+  /**
+   * The format of the weights a Python trainer's {@code weights} call leaves in the object store for the Python
+   * workers' {@code updateWeights} (a dict of {@link #WEIGHTS_KEYS}: the state dict as one byte buffer that Ray
+   * keeps out of band, and its index; {@code ravel_workers/weights.py}). The driver passes the object's reference
+   * on without reading it.
+   */
+  public static final String WEIGHTS_FORMAT = "ravel.weights.flat/1";
+  /** The keys of the Python weights' dict, in order. */
+  public static final List<String> WEIGHTS_KEYS = List.of("format", "version", "tensors", "data");
 
   private static final ObjectMapper JSON = new ObjectMapper();
 

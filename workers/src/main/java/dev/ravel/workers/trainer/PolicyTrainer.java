@@ -23,8 +23,9 @@ public interface PolicyTrainer extends RavelRole {
   TrainOutcome train(List<Trajectory> batch);
 
   /**
-   * The current weights. A Python trainer returns its weights blob instead, whose object reference the driver
-   * passes on to the generation workers without reading it.
+   * The current weights. A Python trainer returns its weights in its own format instead
+   * ({@code PythonWorkers.WEIGHTS_FORMAT}), whose object reference the driver passes on to the generation workers
+   * without reading it.
    */
   @Untraced
   ModelWeights weights();

@@ -37,6 +37,13 @@ final class ContractGrpoTest {
   }
 
   @Test
+  void refitWeights_areThePythonWorkersWeightsFormat() {
+    assertThat(Contract.section("refit_weights").get("format").asText()).isEqualTo(PythonWorkers.WEIGHTS_FORMAT);
+    assertThat(strings(Contract.section("refit_weights").get("keys")))
+        .containsExactlyElementsOf(PythonWorkers.WEIGHTS_KEYS);
+  }
+
+  @Test
   void grpoDefaults_areGrpoConfigsDefaultsOnTheWire() {
     JsonNode d = Contract.section("grpo_defaults");
     ObjectNode wire = PythonWorkers.grpo(GrpoConfig.builder().build());
