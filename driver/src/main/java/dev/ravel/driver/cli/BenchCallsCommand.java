@@ -68,14 +68,32 @@ final class BenchCallsCommand implements Callable<Integer> {
       description = "Trace the Ravel calls (true, the default: as a run does) or not (false).")
   boolean telemetry;
 
+  @Option(names = "--only", defaultValue = "both", paramLabel = "ravel|plain|both",
+      description = "Time only the RavelActorHandle calls (ravel), only the plain Ray calls (plain), or both paired"
+          + " (both, the default): one kind of call only, for a profile of one side.")
+  String only;
+
+  @Option(names = "--actor-jvm-option", paramLabel = "OPTION",
+      description = "A JVM option of both echo actors' worker processes (repeatable), e.g."
+          + " -XX:+PreserveFramePointer for a profile.")
+  List<String> actorJvmOptions = new ArrayList<>();
+
+  @Option(names = "--pause-s", defaultValue = "0",
+      description = "After the warm-up, print the processes' ids and wait this many seconds before the recorded"
+          + " rounds, and as long after them (to attach a profiler and read its symbols; default ${DEFAULT-VALUE}).")
+  int pauseSeconds;
+
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() throws Exception {
-    if (calls < 1 || rounds < 1 || payloadBytes < 0) {
+    if (calls < 1 || rounds < 1 || payloadBytes < 0 || pauseSeconds < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(),
-          "--calls and --rounds must be at least 1, --payload-bytes at least 0");
+          "--calls and --rounds must be at least 1, --payload-bytes and --pause-s at least 0");
+    }
+    if (!List.of("ravel", "plain", "both").contains(only)) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--only takes ravel, plain or both, not " + only);
     }
     Map<String, Object> section = new LinkedHashMap<>();
     section.put("runs_dir", runsDir.toString());
@@ -91,8 +109,9 @@ final class BenchCallsCommand implements Callable<Integer> {
     List<double[]> plainCpu = new ArrayList<>();
     BenchStats.Ratio generation;
     try (DriverSession session = DriverSession.builder(config).start()) {
-      RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).remote();
-      ActorHandle<PlainEcho> p = Ray.actor(PlainEcho::new).remote();
+      RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).jvmOptions(actorJvmOptions).remote();
+      ActorHandle<PlainEcho> p = actorJvmOptions.isEmpty() ? Ray.actor(PlainEcho::new).remote()
+          : Ray.actor(PlainEcho::new).setJvmOptions(actorJvmOptions).remote();
       long ravelPid = r.call(Echo::pid).get();
       long plainPid = p.task(PlainEcho::pid).remote().get();
 
@@ -102,11 +121,20 @@ final class BenchCallsCommand implements Callable<Integer> {
       ravelCalls(r, payload);
       plainCalls(p, payload);
       System.out.println("done");
+      if (pauseSeconds > 0) {
+        System.out.printf("pids: driver %d ravel-actor %d plain-actor %d; rounds start in %d s%n", self, ravelPid,
+            plainPid, pauseSeconds);
+        System.out.flush();
+        Thread.sleep(pauseSeconds * 1000L);
+      }
       for (int round = 0; round < rounds; round++) {
-        double rv = 0;
-        double pv = 0;
+        double rv = Double.NaN;
+        double pv = Double.NaN;
         for (int k = 0; k < 2; k++) {
           boolean ravelTurn = (round + k) % 2 == 0;
+          if (!only.equals("both") && ravelTurn != only.equals("ravel")) {
+            continue;
+          }
           long cpu0 = cpuNanos(self);
           long actor0 = cpuNanos(ravelTurn ? ravelPid : plainPid);
           double ns = ravelTurn ? ravelCalls(r, payload) : plainCalls(p, payload);
@@ -119,17 +147,31 @@ final class BenchCallsCommand implements Callable<Integer> {
             pv = ns;
           }
         }
-        ravel.add(rv);
-        plain.add(pv);
+        if (!Double.isNaN(rv)) {
+          ravel.add(rv);
+        }
+        if (!Double.isNaN(pv)) {
+          plain.add(pv);
+        }
         System.out.printf("round %d: RavelActorHandle %.1f us/call, plain Ray %.1f us/call, ratio %.3f%n",
             round + 1, rv / 1e3, pv / 1e3, rv / pv);
+      }
+      System.out.println("rounds done");
+      System.out.flush();
+      if (pauseSeconds > 0) {
+        Thread.sleep(pauseSeconds * 1000L); // the profiler stops and reads the processes' symbols meanwhile
       }
       p.kill();
       generation = generationRounds > 0 ? generation(session) : null;
     }
-    BenchStats.Ratio ratio = BenchStats.ratio(ravel, plain);
-    System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
-        ratio.intervalText(), BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
+    BenchStats.Ratio ratio = only.equals("both") ? BenchStats.ratio(ravel, plain) : null;
+    if (ratio != null) {
+      System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
+          ratio.intervalText(), BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
+    } else {
+      System.out.printf("%n%s calls only (--only): median %.1f us/call%n", only,
+          BenchStats.median(only.equals("ravel") ? ravel : plain) / 1e3);
+    }
     System.out.printf("CPU per call (mean over rounds): Ravel driver %.1f us + actor %.1f us; plain driver %.1f us"
         + " + actor %.1f us%n", meanOf(ravelCpu, 0) / 1e3, meanOf(ravelCpu, 1) / 1e3, meanOf(plainCpu, 0) / 1e3,
         meanOf(plainCpu, 1) / 1e3);
@@ -140,7 +182,9 @@ final class BenchCallsCommand implements Callable<Integer> {
               "driver_cpu_ns_per_call", meanOf(ravelCpu, 0), "actor_cpu_ns_per_call", meanOf(ravelCpu, 1)),
           "plain", Map.of("ns_per_call", plain, "median_ns", BenchStats.median(plain),
               "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
-      root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
+      if (ratio != null) {
+        root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
+      }
       if (generation != null) {
         root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
       }
