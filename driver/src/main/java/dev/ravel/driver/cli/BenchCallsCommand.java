@@ -38,14 +38,19 @@ import picocli.CommandLine.Option;
  * captured and carried, arguments and result in Ravel's codec, the call in an {@code rl.echo.echo} span on
  * the actor) against a plain Ray actor call of the same method, on the same head, in one driver. Each round
  * makes {@code --calls} sequential calls (call, then wait for the result) to each actor, the order
- * alternating between rounds, after an unrecorded warm-up of as many calls each. The ratio is paired round by
- * round.
+ * alternating between rounds, after an unrecorded warm-up of {@code --warmup-calls} calls each. The ratio is
+ * paired round by round.
  */
 @Command(name = "bench-calls", mixinStandardHelpOptions = true,
     description = "Benchmark an actor call through RavelActorHandle against a plain Ray actor call (same head).")
 final class BenchCallsCommand implements Callable<Integer> {
   @Option(names = "--calls", defaultValue = "2000", description = "Sequential calls per actor and round (default ${DEFAULT-VALUE}).")
   int calls;
+
+  @Option(names = "--warmup-calls", defaultValue = "10000",
+      description = "Unrecorded calls per actor before the rounds (default ${DEFAULT-VALUE}): enough for the JIT"
+          + " compiler to finish with both call paths on a loaded machine, so the rounds time the steady state.")
+  int warmupCalls;
 
   @Option(names = "--rounds", defaultValue = "5", description = "Recorded rounds (default ${DEFAULT-VALUE}).")
   int rounds;
@@ -88,9 +93,9 @@ final class BenchCallsCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    if (calls < 1 || rounds < 1 || payloadBytes < 0 || pauseSeconds < 0) {
+    if (calls < 1 || rounds < 1 || payloadBytes < 0 || pauseSeconds < 0 || warmupCalls < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(),
-          "--calls and --rounds must be at least 1, --payload-bytes and --pause-s at least 0");
+          "--calls and --rounds must be at least 1, --payload-bytes, --warmup-calls and --pause-s at least 0");
     }
     if (!List.of("ravel", "plain", "both").contains(only)) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--only takes ravel, plain or both, not " + only);
@@ -118,8 +123,8 @@ final class BenchCallsCommand implements Callable<Integer> {
       long self = ProcessHandle.current().pid();
       System.out.print("warm-up ... ");
       System.out.flush();
-      ravelCalls(r, payload);
-      plainCalls(p, payload);
+      ravelCalls(r, payload, warmupCalls);
+      plainCalls(p, payload, warmupCalls);
       System.out.println("done");
       if (pauseSeconds > 0) {
         System.out.printf("pids: driver %d ravel-actor %d plain-actor %d; rounds start in %d s%n", self, ravelPid,
@@ -137,7 +142,7 @@ final class BenchCallsCommand implements Callable<Integer> {
           }
           long cpu0 = cpuNanos(self);
           long actor0 = cpuNanos(ravelTurn ? ravelPid : plainPid);
-          double ns = ravelTurn ? ravelCalls(r, payload) : plainCalls(p, payload);
+          double ns = ravelTurn ? ravelCalls(r, payload, calls) : plainCalls(p, payload, calls);
           double driverCpu = (double) (cpuNanos(self) - cpu0) / calls;
           double actorCpu = (double) (cpuNanos(ravelTurn ? ravelPid : plainPid) - actor0) / calls;
           (ravelTurn ? ravelCpu : plainCpu).add(new double[] {driverCpu, actorCpu});
@@ -189,6 +194,7 @@ final class BenchCallsCommand implements Callable<Integer> {
         root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
       }
       root.put("calls", calls);
+      root.put("warmup_calls", warmupCalls);
       root.put("rounds", rounds);
       root.put("payload_bytes", payloadBytes);
       if (json.toAbsolutePath().getParent() != null) {
@@ -247,20 +253,20 @@ final class BenchCallsCommand implements Callable<Integer> {
   }
 
   /** Mean nanoseconds per sequential call. */
-  private double ravelCalls(RavelActorHandle<Echo> echo, byte[] payload) {
+  private static double ravelCalls(RavelActorHandle<Echo> echo, byte[] payload, int n) {
     long t0 = System.nanoTime();
-    for (int i = 0; i < calls; i++) {
+    for (int i = 0; i < n; i++) {
       check(echo.call(Echo::echo, payload).get(), payload);
     }
-    return (double) (System.nanoTime() - t0) / calls;
+    return (double) (System.nanoTime() - t0) / Math.max(1, n);
   }
 
-  private double plainCalls(ActorHandle<PlainEcho> echo, byte[] payload) {
+  private static double plainCalls(ActorHandle<PlainEcho> echo, byte[] payload, int n) {
     long t0 = System.nanoTime();
-    for (int i = 0; i < calls; i++) {
+    for (int i = 0; i < n; i++) {
       check(echo.task(PlainEcho::echo, payload).remote().get(), payload);
     }
-    return (double) (System.nanoTime() - t0) / calls;
+    return (double) (System.nanoTime() - t0) / Math.max(1, n);
   }
 
   private static double meanOf(List<double[]> rows, int i) {
