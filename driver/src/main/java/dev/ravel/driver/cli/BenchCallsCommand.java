@@ -142,7 +142,12 @@ final class BenchCallsCommand implements Callable<Integer> {
           }
           long cpu0 = cpuNanos(self);
           long actor0 = cpuNanos(ravelTurn ? ravelPid : plainPid);
+          long start = System.nanoTime();
           double ns = ravelTurn ? ravelCalls(r, payload, calls) : plainCalls(p, payload, calls);
+          if (pauseSeconds > 0) {
+            // for a profile of the driver (perf record -k CLOCK_MONOTONIC): which calls ran when
+            System.out.printf("phase %s %d %d%n", ravelTurn ? "ravel" : "plain", start, System.nanoTime());
+          }
           double driverCpu = (double) (cpuNanos(self) - cpu0) / calls;
           double actorCpu = (double) (cpuNanos(ravelTurn ? ravelPid : plainPid) - actor0) / calls;
           (ravelTurn ? ravelCpu : plainCpu).add(new double[] {driverCpu, actorCpu});
