@@ -16,10 +16,24 @@ final class ActorInvocation implements Serializable {
   private final byte[] args;
 
   ActorInvocation(TraceCarrier carrier, String method, String descriptor, Object[] args) {
+    this(carrier, method, descriptor, Codec.encode(args));
+  }
+
+  private ActorInvocation(TraceCarrier carrier, String method, String descriptor, byte[] args) {
     this.carrier = carrier;
     this.method = method;
     this.descriptor = descriptor;
-    this.args = Codec.encode(args);
+    this.args = args;
+  }
+
+  /** A call read back by {@link Codec}: its arguments still encoded, decoded when {@link #args()} is called. */
+  static ActorInvocation encoded(TraceCarrier carrier, String method, String descriptor, byte[] args) {
+    return new ActorInvocation(carrier, method, descriptor, args);
+  }
+
+  /** The arguments as {@link Codec} wrote them (for {@link Codec} to write the call). */
+  byte[] encodedArgs() {
+    return args;
   }
 
   TraceCarrier carrier() {

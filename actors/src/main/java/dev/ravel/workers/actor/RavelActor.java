@@ -78,8 +78,8 @@ public abstract class RavelActor implements RavelRole {
    * builds the invocation. It arrives as bytes ({@link Codec}), which Ray moves as they are: a Java object
    * argument would go through Ray's general serializer on both sides, which costs more per call.
    *
-   * @param call the {@link ActorInvocation} in Java serialization form
-   * @return the role method's result in Java serialization form
+   * @param call the {@link ActorInvocation} as {@link Codec} writes it
+   * @return the role method's result as {@link Codec} writes it
    * @throws IllegalArgumentException if the actor has no method of the call's name and descriptor
    * @throws Exception what the role method threw, rethrown as itself
    */

@@ -60,6 +60,30 @@ final class ActorInvocationTest {
   }
 
   @Test
+  void invocation_takesTheCompactFormWithALongBaggageAndMixedArguments() {
+    TraceCarrier carrier = TraceCarrier.of("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "k=v",
+        "b=" + "x".repeat(30_000));
+    ActorInvocation call = new ActorInvocation(carrier, "echo", "([B)[B",
+        new Object[] {new byte[] {1, 2}, new Batch(1, List.of(3))});
+
+    byte[] bytes = Codec.encode(call);
+    ActorInvocation back = (ActorInvocation) Codec.decode(bytes);
+
+    assertThat(bytes[0]).isEqualTo(Codec.INVOCATION);
+    assertThat(back.carrier()).isEqualTo(carrier);
+    assertThat(back.method()).isEqualTo("echo");
+    assertThat(back.descriptor()).isEqualTo("([B)[B");
+    assertThat(back.args()).containsExactly(new byte[] {1, 2}, new Batch(1, List.of(3)));
+  }
+
+  @Test
+  void invocation_ofByteArrayIsSmall() {
+    ActorInvocation call = new ActorInvocation(TraceCarrier.EMPTY, "echo", "([B)[B", new Object[] {new byte[64]});
+
+    assertThat(Codec.encode(call).length).isLessThan(120);
+  }
+
+  @Test
   void constructor_nonSerializableArgumentFailsOnTheCallersSide() {
     Object notSerializable = new Object();
 

@@ -75,6 +75,77 @@ final class CodecTest {
   }
 
   @Test
+  void encode_simpleValuesTakeTheCompactFormAndRoundTrip() {
+    Object[] values = {null, new byte[] {1, 2, 3}, "h\u00e9llo \u4e16\u754c", 42, -7L, 2.5, 1.5f, true, false,
+        Integer.MIN_VALUE, Long.MAX_VALUE, Double.NaN};
+
+    for (Object v : values) {
+      byte[] bytes = Codec.encode(v);
+
+      assertThat(bytes[0]).as("tag of %s", v).isNotEqualTo(Codec.JAVA);
+      assertThat(Codec.decode(bytes)).as("round trip of %s", v).isEqualTo(v);
+    }
+    assertThat(Codec.encode(new byte[64])).hasSize(69);
+    assertThat(Codec.encode(42L)).hasSize(9);
+  }
+
+  @Test
+  void encode_otherValuesStayJavaSerialization() {
+    byte[] bytes = Codec.encode(new Point(1, "a"));
+
+    assertThat(bytes[0]).isEqualTo((byte) 0xAC);
+    assertThat(bytes[1]).isEqualTo((byte) 0xED);
+  }
+
+  @Test
+  void decode_plainJavaSerializationOfASimpleValueStillReads() throws Exception {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes)) {
+      out.writeObject(new byte[] {9, 8});
+    }
+
+    assertThat((byte[]) Codec.decode(bytes.toByteArray())).containsExactly(9, 8);
+  }
+
+  @Test
+  void encodeDecode_argumentArrayMixesCompactAndJavaElements() {
+    Object[] args = {new byte[] {5}, "s", new Point(2, "b"), null, List.of(1, 2), 3};
+
+    Object back = Codec.decode(Codec.encode(args));
+
+    assertThat(back).isInstanceOf(Object[].class);
+    assertThat((Object[]) back).containsExactly(new byte[] {5}, "s", new Point(2, "b"), null, List.of(1, 2), 3);
+  }
+
+  @Test
+  void encodeDecode_longStringAndLoneSurrogateRoundTrip() {
+    String big = "\u4e16".repeat(70_000);
+    String surrogate = "a\ud800b";
+
+    assertThat(Codec.decode(Codec.encode(big))).isEqualTo(big);
+    assertThat(Codec.decode(Codec.encode(surrogate))).isEqualTo(surrogate);
+    assertThat(Codec.decode(Codec.encode(new Object[] {big, surrogate}))).isEqualTo(new Object[] {big, surrogate});
+  }
+
+  @Test
+  void decode_truncatedCompactValueFailsWithAClearMessage() {
+    byte[] bytes = Codec.encode("hello");
+
+    assertThatThrownBy(() -> Codec.decode(java.util.Arrays.copyOf(bytes, bytes.length - 1)))
+        .isInstanceOf(UncheckedIOException.class)
+        .hasMessageContaining("cannot read an actor call's payload");
+  }
+
+  @Test
+  void decode_lengthPastTheEndFailsBeforeAllocating() {
+    byte[] bytes = {Codec.BYTES, 0x7f, (byte) 0xff, (byte) 0xff, (byte) 0xff, 1};
+
+    assertThatThrownBy(() -> Codec.decode(bytes))
+        .isInstanceOf(UncheckedIOException.class)
+        .hasMessageContaining("cannot read an actor call's payload");
+  }
+
+  @Test
   void payload_valueEqualsTheWrappedValue() {
     Shape s = new Shape("sq", List.of(new Point(0, "a")), Map.of("sides", 4));
 

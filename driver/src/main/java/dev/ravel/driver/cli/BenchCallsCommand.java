@@ -38,14 +38,19 @@ import picocli.CommandLine.Option;
  * captured and carried, arguments and result in Ravel's codec, the call in an {@code rl.echo.echo} span on
  * the actor) against a plain Ray actor call of the same method, on the same head, in one driver. Each round
  * makes {@code --calls} sequential calls (call, then wait for the result) to each actor, the order
- * alternating between rounds, after an unrecorded warm-up of as many calls each. The ratio is paired round by
- * round.
+ * alternating between rounds, after an unrecorded warm-up of {@code --warmup-calls} calls each. The ratio is
+ * paired round by round.
  */
 @Command(name = "bench-calls", mixinStandardHelpOptions = true,
     description = "Benchmark an actor call through RavelActorHandle against a plain Ray actor call (same head).")
 final class BenchCallsCommand implements Callable<Integer> {
   @Option(names = "--calls", defaultValue = "2000", description = "Sequential calls per actor and round (default ${DEFAULT-VALUE}).")
   int calls;
+
+  @Option(names = "--warmup-calls", defaultValue = "10000",
+      description = "Unrecorded calls per actor before the rounds (default ${DEFAULT-VALUE}): enough for the JIT"
+          + " compiler to finish with both call paths on a loaded machine, so the rounds time the steady state.")
+  int warmupCalls;
 
   @Option(names = "--rounds", defaultValue = "5", description = "Recorded rounds (default ${DEFAULT-VALUE}).")
   int rounds;
@@ -68,6 +73,21 @@ final class BenchCallsCommand implements Callable<Integer> {
       description = "Trace the Ravel calls (true, the default: as a run does) or not (false).")
   boolean telemetry;
 
+  @Option(names = "--only", defaultValue = "both", paramLabel = "ravel|plain|both",
+      description = "Time only the RavelActorHandle calls (ravel), only the plain Ray calls (plain), or both paired"
+          + " (both, the default): one kind of call only, for a profile of one side.")
+  String only;
+
+  @Option(names = "--actor-jvm-option", paramLabel = "OPTION",
+      description = "A JVM option of both echo actors' worker processes (repeatable), e.g."
+          + " -XX:+PreserveFramePointer for a profile.")
+  List<String> actorJvmOptions = new ArrayList<>();
+
+  @Option(names = "--pause-s", defaultValue = "0",
+      description = "After the warm-up, print the processes' ids and wait this many seconds before the recorded"
+          + " rounds, and as long after them (to attach a profiler and read its symbols; default ${DEFAULT-VALUE}).")
+  int pauseSeconds;
+
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
@@ -86,9 +106,12 @@ final class BenchCallsCommand implements Callable<Integer> {
 
   /** Runs the rounds, prints the result and returns the report ({@code --json} writes it). */
   Map<String, Object> measure() throws Exception {
-    if (calls < 1 || rounds < 1 || payloadBytes < 0) {
+    if (calls < 1 || rounds < 1 || payloadBytes < 0 || pauseSeconds < 0 || warmupCalls < 0) {
       throw new CommandLine.ParameterException(spec.commandLine(),
-          "--calls and --rounds must be at least 1, --payload-bytes at least 0");
+          "--calls and --rounds must be at least 1, --payload-bytes, --warmup-calls and --pause-s at least 0");
+    }
+    if (!List.of("ravel", "plain", "both").contains(only)) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--only takes ravel, plain or both, not " + only);
     }
     Map<String, Object> section = new LinkedHashMap<>();
     section.put("runs_dir", runsDir.toString());
@@ -104,25 +127,40 @@ final class BenchCallsCommand implements Callable<Integer> {
     List<double[]> plainCpu = new ArrayList<>();
     BenchStats.Ratio generation;
     try (DriverSession session = DriverSession.builder(config).start()) {
-      RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).remote();
-      ActorHandle<PlainEcho> p = Ray.actor(PlainEcho::new).remote();
+      RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).jvmOptions(actorJvmOptions).remote();
+      ActorHandle<PlainEcho> p = actorJvmOptions.isEmpty() ? Ray.actor(PlainEcho::new).remote()
+          : Ray.actor(PlainEcho::new).setJvmOptions(actorJvmOptions).remote();
       long ravelPid = r.call(Echo::pid).get();
       long plainPid = p.task(PlainEcho::pid).remote().get();
 
       long self = ProcessHandle.current().pid();
       System.out.print("warm-up ... ");
       System.out.flush();
-      ravelCalls(r, payload);
-      plainCalls(p, payload);
+      ravelCalls(r, payload, warmupCalls);
+      plainCalls(p, payload, warmupCalls);
       System.out.println("done");
+      if (pauseSeconds > 0) {
+        System.out.printf("pids: driver %d ravel-actor %d plain-actor %d; rounds start in %d s%n", self, ravelPid,
+            plainPid, pauseSeconds);
+        System.out.flush();
+        Thread.sleep(pauseSeconds * 1000L);
+      }
       for (int round = 0; round < rounds; round++) {
-        double rv = 0;
-        double pv = 0;
+        double rv = Double.NaN;
+        double pv = Double.NaN;
         for (int k = 0; k < 2; k++) {
           boolean ravelTurn = (round + k) % 2 == 0;
+          if (!only.equals("both") && ravelTurn != only.equals("ravel")) {
+            continue;
+          }
           long cpu0 = cpuNanos(self);
           long actor0 = cpuNanos(ravelTurn ? ravelPid : plainPid);
-          double ns = ravelTurn ? ravelCalls(r, payload) : plainCalls(p, payload);
+          long start = System.nanoTime();
+          double ns = ravelTurn ? ravelCalls(r, payload, calls) : plainCalls(p, payload, calls);
+          if (pauseSeconds > 0) {
+            // for a profile of the driver (perf record -k CLOCK_MONOTONIC): which calls ran when
+            System.out.printf("phase %s %d %d%n", ravelTurn ? "ravel" : "plain", start, System.nanoTime());
+          }
           double driverCpu = (double) (cpuNanos(self) - cpu0) / calls;
           double actorCpu = (double) (cpuNanos(ravelTurn ? ravelPid : plainPid) - actor0) / calls;
           (ravelTurn ? ravelCpu : plainCpu).add(new double[] {driverCpu, actorCpu});
@@ -132,17 +170,31 @@ final class BenchCallsCommand implements Callable<Integer> {
             pv = ns;
           }
         }
-        ravel.add(rv);
-        plain.add(pv);
+        if (!Double.isNaN(rv)) {
+          ravel.add(rv);
+        }
+        if (!Double.isNaN(pv)) {
+          plain.add(pv);
+        }
         System.out.printf("round %d: RavelActorHandle %.1f us/call, plain Ray %.1f us/call, ratio %.3f%n",
             round + 1, rv / 1e3, pv / 1e3, rv / pv);
+      }
+      System.out.println("rounds done");
+      System.out.flush();
+      if (pauseSeconds > 0) {
+        Thread.sleep(pauseSeconds * 1000L); // the profiler stops and reads the processes' symbols meanwhile
       }
       p.kill();
       generation = generationRounds > 0 ? generation(session) : null;
     }
-    BenchStats.Ratio ratio = BenchStats.ratio(ravel, plain);
-    System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
-        ratio.intervalText(), BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
+    BenchStats.Ratio ratio = only.equals("both") ? BenchStats.ratio(ravel, plain) : null;
+    if (ratio != null) {
+      System.out.printf("%nRavelActorHandle / plain Ray call: %.3f%s (median %.1f vs %.1f us/call)%n", ratio.value(),
+          ratio.intervalText(), BenchStats.median(ravel) / 1e3, BenchStats.median(plain) / 1e3);
+    } else {
+      System.out.printf("%n%s calls only (--only): median %.1f us/call%n", only,
+          BenchStats.median(only.equals("ravel") ? ravel : plain) / 1e3);
+    }
     System.out.printf("CPU per call (mean over rounds): Ravel driver %.1f us + actor %.1f us; plain driver %.1f us"
         + " + actor %.1f us%n", meanOf(ravelCpu, 0) / 1e3, meanOf(ravelCpu, 1) / 1e3, meanOf(plainCpu, 0) / 1e3,
         meanOf(plainCpu, 1) / 1e3);
@@ -152,11 +204,14 @@ final class BenchCallsCommand implements Callable<Integer> {
             "driver_cpu_ns_per_call", meanOf(ravelCpu, 0), "actor_cpu_ns_per_call", meanOf(ravelCpu, 1)),
         "plain", Map.of("ns_per_call", plain, "median_ns", BenchStats.median(plain),
             "driver_cpu_ns_per_call", meanOf(plainCpu, 0), "actor_cpu_ns_per_call", meanOf(plainCpu, 1))));
-    root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
+    if (ratio != null) {
+      root.put("ratios", Map.of("ravel_over_plain", ratio.json()));
+    }
     if (generation != null) {
       root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
     }
     root.put("calls", calls);
+    root.put("warmup_calls", warmupCalls);
     root.put("rounds", rounds);
     root.put("payload_bytes", payloadBytes);
     return root;
@@ -209,20 +264,20 @@ final class BenchCallsCommand implements Callable<Integer> {
   }
 
   /** Mean nanoseconds per sequential call. */
-  private double ravelCalls(RavelActorHandle<Echo> echo, byte[] payload) {
+  private static double ravelCalls(RavelActorHandle<Echo> echo, byte[] payload, int n) {
     long t0 = System.nanoTime();
-    for (int i = 0; i < calls; i++) {
+    for (int i = 0; i < n; i++) {
       check(echo.call(Echo::echo, payload).get(), payload);
     }
-    return (double) (System.nanoTime() - t0) / calls;
+    return (double) (System.nanoTime() - t0) / Math.max(1, n);
   }
 
-  private double plainCalls(ActorHandle<PlainEcho> echo, byte[] payload) {
+  private static double plainCalls(ActorHandle<PlainEcho> echo, byte[] payload, int n) {
     long t0 = System.nanoTime();
-    for (int i = 0; i < calls; i++) {
+    for (int i = 0; i < n; i++) {
       check(echo.task(PlainEcho::echo, payload).remote().get(), payload);
     }
-    return (double) (System.nanoTime() - t0) / calls;
+    return (double) (System.nanoTime() - t0) / Math.max(1, n);
   }
 
   private static double meanOf(List<double[]> rows, int i) {

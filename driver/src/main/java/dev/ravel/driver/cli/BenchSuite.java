@@ -179,22 +179,15 @@ final class BenchSuite {
       }
       case "calls" -> {
         BenchCallsCommand c = new BenchCallsCommand();
-        c.calls = 1000;
-        c.rounds = 2 * rounds;
-        c.payloadBytes = 64;
-        c.generationRounds = rounds + 2;
-        c.runsDir = runsDir;
-        c.telemetry = true;
+        // through picocli, so every option not given here keeps its documented default
+        new picocli.CommandLine(c).parseArgs("--calls", "1000", "--rounds", String.valueOf(2 * rounds),
+            "--generation-rounds", String.valueOf(rounds + 2), "--runs-dir", runsDir.toString());
         yield c.measure();
       }
       case "http" -> {
         BenchHttpCommand c = new BenchHttpCommand();
-        c.prompts = 16;
-        c.groupSize = 8;
-        c.maxTokens = 32;
-        c.rounds = rounds + 2;
-        c.hiddenDim = 1024;
-        c.embedDim = 64;
+        new picocli.CommandLine(c).parseArgs("--prompts", "16", "--rounds", String.valueOf(rounds + 2),
+            "--hidden-dim", "1024", "--embed-dim", "64");
         yield c.measure();
       }
       case "hf_bench" -> {

@@ -110,6 +110,7 @@ final class BadInputTest {
         bad("RUN_ID", "trace"),
         bad("--max-waterfalls", "report", "--max-waterfalls", "many", "r1"),
         bad("--calls", "bench-calls", "--calls", "0"),
+        bad("--only", "bench-calls", "--only", "fast"),
         bad("--bogus", "runs", "--bogus"),
         bad("after --", "submit", "--address", "http://" + closedAddress),
         bad("--port", "serve", "--port", "http"),
