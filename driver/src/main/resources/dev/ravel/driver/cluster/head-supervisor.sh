@@ -32,17 +32,28 @@ setsid "$@" &
 head=$!
 echo "ravel-head-supervisor: ray pid $head (its own process group), supervising for driver $driver"
 
+# signal_head SIG: the head's process group and the head itself. Right after the fork the head may not have
+# called setsid yet (no group of that id then), and a signal to the group alone would miss it.
+signal_head() {
+  kill "-$1" -- "-$head" 2>/dev/null
+  kill "-$1" "$head" 2>/dev/null
+}
+
+head_running() {
+  kill -0 -- "-$head" 2>/dev/null || { kill -0 "$head" 2>/dev/null && [ "$(stat_field 3 "$head")" != "Z" ]; }
+}
+
 stop_group() {
-  kill -TERM -- "-$head" 2>/dev/null
+  signal_head TERM
   local i
   for i in $(seq 1 40); do
-    kill -0 -- "-$head" 2>/dev/null || return 0
+    head_running || return 0
     sleep 0.1
   done
   echo "ravel-head-supervisor: process group $head still running after 4 s; killing it"
-  kill -KILL -- "-$head" 2>/dev/null
+  signal_head KILL
   for i in $(seq 1 20); do
-    kill -0 -- "-$head" 2>/dev/null || return 0
+    head_running || return 0
     sleep 0.1
   done
 }
