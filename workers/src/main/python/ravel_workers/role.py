@@ -15,7 +15,8 @@ The decorated method is what Ray exposes: ``generate(carrier, args, *refs) -> by
 ``rl.actor.role`` and ``rl.actor.method``; only while the WORKER span group is on), decodes ``args``
 (``{"$ref": i}`` replaced by ``refs[i]``, then each argument converted to its annotated type), calls the
 method, and returns the UTF-8 JSON of the result's wire form (a generate call's results in their binary form,
-:mod:`ravel_workers.wire.results`; the result itself for ``raw_result=True``, which must be bytes). An exception is recorded on the span (an ``exception`` event, status ERROR) and
+:mod:`ravel_workers.wire.results`; the result itself for ``raw_result=True``, which must be bytes). An exception
+is recorded on the span (an ``exception`` event, status ERROR) and
 re-raised. ``traced=False`` resumes the context but opens no span. The undecorated method stays reachable
 as ``Class.method.typed`` (not ``__wrapped__``: Ray follows that to validate calls against the signature).
 """
