@@ -52,6 +52,7 @@ import torch
 
 from ravel_workers import hf
 from ravel_workers.telemetry import ProcessTelemetry
+from ravel_workers.wire import results as result_wire
 
 #: The carrier of a call with no trace context, as the Java driver sends one with telemetry off.
 CARRIER = json.dumps({"traceparent": "", "tracestate": "", "baggage": ""})
@@ -305,7 +306,9 @@ def run(s: Settings) -> dict[str, Any]:
             def worker_round(r: int) -> Timed:
                 args = json.dumps([requests(prompts, s.group_size, s.max_new_tokens, s.seed + 1000 + r)])
                 seconds, raw = _timed(device, lambda: generate(CARRIER, args))
-                results = json.loads(raw)
+                # a generate call's answer is its results' binary form (what Java reads), as their JSON dicts here
+                results = ([x.to_wire() for x in result_wire.decode_results(raw)]
+                           if raw.startswith(result_wire.MAGIC) else json.loads(raw))
                 errors = [x["error"] for x in results if x["finish_reason"] == "error"]
                 if errors:
                     raise RuntimeError(f"the worker failed {len(errors)} request(s): {errors[0]}")

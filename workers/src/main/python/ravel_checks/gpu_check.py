@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ravel_workers import wire
 from ravel_workers.telemetry import ProcessTelemetry
 
 #: The arithmetic task's alphabet (``CharTokenizer.ARITHMETIC_ALPHABET``); EOS is id 13, the vocabulary 14.
@@ -65,9 +66,13 @@ class DriveResult:
 
 
 def _call(method: Callable[..., bytes], *args: Any, refs: tuple[Any, ...] = ()) -> Any:
-    """A role method called as Java calls it: an empty carrier, JSON args, refs; the JSON result decoded."""
+    """A role method called as Java calls it: an empty carrier, JSON args, refs; the result decoded as Java does
+    (JSON, or a generate call's results in their binary form, as the dicts of their JSON wire form)."""
     carrier = json.dumps({"traceparent": "", "tracestate": "", "baggage": ""})
-    return json.loads(method(carrier, json.dumps(list(args)), *refs))
+    out = method(carrier, json.dumps(list(args)), *refs)
+    if out.startswith(wire.results.MAGIC):
+        return [r.to_wire() for r in wire.decode_results(out)]
+    return json.loads(out)
 
 
 def drive(worker: Any, trainer: Any, steps: int, prompts: int = 32, group_size: int = 8, max_operand: int = 4,

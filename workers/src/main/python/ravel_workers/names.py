@@ -105,6 +105,8 @@ EXPORTERS: Final[tuple[str, ...]] = tuple(CONTRACT["exporters"])
 ENGINES: Final[tuple[str, ...]] = tuple(CONTRACT["engines"])
 #: Why a request ended, as the wire and the spans spell it (Java ``FinishReason``).
 FINISH_REASONS: Final[tuple[str, ...]] = tuple(CONTRACT["finish_reasons"])
+#: The first bytes of a generate call's results in their binary wire form (Java ``ResultWire.MAGIC``).
+RESULT_WIRE_MAGIC: Final[bytes] = CONTRACT["result_wire"]["magic"].encode("ascii")
 #: Why an engine span was kept, in the sampler's order (Java ``RequestSampler``).
 KEEP_REASONS: Final[tuple[str, ...]] = tuple(CONTRACT["keep_reasons"])
 

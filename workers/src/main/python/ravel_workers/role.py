@@ -14,12 +14,13 @@ The decorated method is what Ray exposes: ``generate(carrier, args, *refs) -> by
 ``carrier`` as the parent context, opens ``rl.<SPANS>.<method>`` (kind SERVER, attributes
 ``rl.actor.role`` and ``rl.actor.method``; only while the WORKER span group is on), decodes ``args``
 (``{"$ref": i}`` replaced by ``refs[i]``, then each argument converted to its annotated type), calls the
-method, and returns the UTF-8 JSON of the result's wire form (or the result itself for ``raw_result=True``,
-which Ray serialises as it is: bytes stay bytes, readable by Java; anything else is for Python only, an object
-whose reference the Java caller passes on unread, such as the trainer's weights). An exception is recorded
-on the span (an ``exception`` event, status ERROR) and re-raised. ``traced=False`` resumes the context but
-opens no span. The undecorated method stays reachable as ``Class.method.typed`` (not ``__wrapped__``: Ray
-follows that to validate calls against the signature).
+method, and returns the UTF-8 JSON of the result's wire form (a generate call's results in their binary form,
+:mod:`ravel_workers.wire.results`; or the result itself for ``raw_result=True``, which Ray serialises as it is:
+bytes stay bytes, readable by Java; anything else is for Python only, an object whose reference the Java caller
+passes on unread, such as the trainer's weights). An exception is recorded on the span (an ``exception`` event,
+status ERROR) and re-raised. ``traced=False`` resumes the context but opens no span. The undecorated method
+stays reachable as ``Class.method.typed`` (not ``__wrapped__``: Ray follows that to validate calls against the
+signature).
 """
 
 from __future__ import annotations

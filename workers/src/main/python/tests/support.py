@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from ravel_workers import wire
 from ravel_workers.telemetry import ProcessTelemetry
 
 torch.set_num_threads(2)
@@ -19,8 +20,16 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 def call(method: Callable[..., bytes], *args: Any, refs: tuple[Any, ...] = (), carrier: str = EMPTY_CARRIER) -> Any:
-    """A role method called the way Java calls it; the JSON result decoded."""
-    return json.loads(method(carrier, json.dumps(list(args)), *refs))
+    """A role method called the way Java calls it; the result decoded (:func:`answer`)."""
+    return answer(method(carrier, json.dumps(list(args)), *refs))
+
+
+def answer(data: bytes) -> Any:
+    """A role method's answer as Java reads it: JSON, or a generate call's results in their binary form (as the
+    JSON-ready dicts of their wire form)."""
+    if data.startswith(wire.results.MAGIC):
+        return [r.to_wire() for r in wire.decode_results(data)]
+    return json.loads(data)
 
 
 def carrier(traceparent: str = TRACEPARENT, tracestate: str = "", baggage: str = "") -> str:

@@ -16,7 +16,7 @@ from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
 from ravel_workers.weights import Weights
 from ravel_workers.wire import ModelConfig
 
-from support import TINY_MODEL, TRACEPARENT, call, carrier, request, spans_of, trainer_spec, worker_spec
+from support import TINY_MODEL, TRACEPARENT, answer, call, carrier, request, spans_of, trainer_spec, worker_spec
 
 
 @pytest.fixture
@@ -228,7 +228,7 @@ def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
         # the bounds are hang guards: a loaded machine starts two actors that import PyTorch in minutes
         futures = [w.generate_async.remote(c, json.dumps([[request(f"r{i}", [1, 10, i % 5, 12], seed=i)]]))
                    for i in range(8)]
-        results = [r for chunk in ray.get(futures, timeout=600) for r in json.loads(chunk)]
+        results = [r for chunk in ray.get(futures, timeout=600) for r in answer(chunk)]
         assert sorted(r["request_id"] for r in results) == [f"r{i}" for i in range(8)]
         blob_ref = t.weights.remote(c, "[]")
         assert json.loads(ray.get(w.update_weights.remote(c, json.dumps([{"$ref": 0}]), blob_ref), timeout=600)) == 0

@@ -104,3 +104,31 @@ def test_specs_parse_and_validate():
         GenerationWorkerSpec.from_wire({"model": model, "eos_token": 14})
     with pytest.raises(ValueError, match="engine"):
         GenerationWorkerSpec.from_wire({"model": model, "eos_token": 13, "engine": "tgi"})
+
+
+def test_generate_results_go_in_their_binary_form():
+    results = [VALUES[1], VALUES[2]]
+    data = wire.encode_result(results)
+    assert data.startswith(wire.results.MAGIC) and data[:1] not in b"[{"
+    assert wire.decode_results(data) == results
+    assert wire.encode_result([]) == b"[]"  # nothing to pack: JSON, which Java reads as well
+
+
+def test_binary_results_match_the_contracts_golden_bytes():
+    from ravel_workers.names import CONTRACT
+
+    golden = CONTRACT["result_wire"]["golden"]
+    results = [GenerationResult.from_wire(r) for r in golden["results"]]
+    assert wire.encode_results(results).hex() == golden["hex"]
+    assert wire.decode_results(bytes.fromhex(golden["hex"])) == results
+    assert wire.results.MAGIC == CONTRACT["result_wire"]["magic"].encode()
+
+
+def test_binary_results_refuse_what_is_not_them():
+    data = wire.encode_results([VALUES[1]])
+    with pytest.raises(ValueError, match="cut short"):
+        wire.decode_results(data[:-3])
+    with pytest.raises(ValueError, match="after the last"):
+        wire.decode_results(data + b"\x00")
+    with pytest.raises(ValueError, match="RVG1"):
+        wire.decode_results(b"[]")

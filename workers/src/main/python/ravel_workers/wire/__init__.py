@@ -13,6 +13,7 @@ problem rather than sending something Java cannot parse.
 from __future__ import annotations
 
 from .codec import decode_args, encode_result, from_wire, to_wire
+from .results import decode_results, encode_results
 from .values import (
     FINISH_REASONS,
     EngineStats,
@@ -52,7 +53,9 @@ __all__ = [
     "TrainerSpec",
     "Trajectory",
     "decode_args",
+    "decode_results",
     "encode_result",
+    "encode_results",
     "from_wire",
     "to_wire",
 ]

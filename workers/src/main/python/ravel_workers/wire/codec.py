@@ -17,6 +17,9 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .results import encode_results
+from .values import GenerationResult
+
 _REPR = reprlib.Repr()
 _REPR.maxstring = 60
 _REPR.maxother = 60
@@ -44,7 +47,10 @@ def to_wire(value: Any) -> Any:
 
 
 def encode_result(value: Any) -> bytes:
-    """The UTF-8 JSON bytes of ``value``'s wire form (strict JSON: no NaN or infinities)."""
+    """The UTF-8 JSON bytes of ``value``'s wire form (strict JSON: no NaN or infinities); a non-empty list of
+    :class:`~.values.GenerationResult` (a generate call's answer) in its binary form instead (:mod:`.results`)."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, GenerationResult) for v in value):
+        return encode_results(value)
     try:
         return json.dumps(to_wire(value), separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
     except ValueError as e:

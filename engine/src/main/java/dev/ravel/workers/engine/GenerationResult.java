@@ -64,6 +64,29 @@ public final class GenerationResult implements Serializable {
     return logprobs.clone();
   }
 
+  /** Prompt length, without a copy (the wire form sizes its buffer with it). */
+  int promptTokenCount() {
+    return promptTokens.length;
+  }
+
+  /** Completion length, without a copy. */
+  int completionTokenCount() {
+    return completionTokens.length;
+  }
+
+  /** Writes prompt, completion and log-probs as {@link ResultWire} lays them out, without copying the arrays. */
+  void writeTokens(java.nio.ByteBuffer b) {
+    b.putInt(promptTokens.length);
+    b.asIntBuffer().put(promptTokens);
+    b.position(b.position() + 4 * promptTokens.length);
+    b.putInt(completionTokens.length);
+    b.asIntBuffer().put(completionTokens);
+    b.position(b.position() + 4 * completionTokens.length);
+    b.putInt(logprobs.length);
+    b.asFloatBuffer().put(logprobs);
+    b.position(b.position() + 4 * logprobs.length);
+  }
+
   public FinishReason finishReason() {
     return finishReason;
   }

@@ -144,9 +144,11 @@ public final class Failover {
   /** Issues a generate call ({@code async}: {@link GenerationWorker#generateAsync}) to worker {@code worker}. */
   public Pending<List<GenerationResult>> generate(int worker, boolean async, List<GenerationRequest> requests) {
     RavelActorHandle<GenerationWorker> w = workers.get(worker);
+    // to a Java worker the requests travel packed (RequestWire); a Python worker's get their JSON as before
+    List<GenerationRequest> packed = dev.ravel.workers.engine.RequestWire.serializable(requests);
     Supplier<RavelRef<List<GenerationResult>>> issue = async
-        ? () -> w.call(GenerationWorker::generateAsync, requests)
-        : () -> w.call(GenerationWorker::generate, requests);
+        ? () -> w.call(GenerationWorker::generateAsync, packed)
+        : () -> w.call(GenerationWorker::generate, packed);
     return new Pending<>(worker, requests.size(), issue);
   }
 
@@ -309,6 +311,15 @@ public final class Failover {
       this.issue = issue;
       this.issuedAt = Spans.nowEpochNanos();
       this.first = issue.get();
+    }
+
+    /**
+     * The first issue's Ray reference, for {@code Ray.wait}: the call is done (or its actor dead) when it is ready.
+     *
+     * @throws IllegalStateException for a call to an in-process actor
+     */
+    public io.ray.api.ObjectRef<byte[]> rayRef() {
+      return first.rayRef();
     }
 
     /**

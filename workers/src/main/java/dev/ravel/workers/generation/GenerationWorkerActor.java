@@ -56,7 +56,9 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
   @Override
   public List<GenerationResult> generate(List<GenerationRequest> requests) {
     TraceCarrier here = TraceCarrier.current();
-    return backend.generate(requests.stream().map(r -> r.withCarrier(here)).toList());
+    // the answer travels in the binary wire form a Python worker's does (ResultWire), not as serialized objects
+    return dev.ravel.workers.engine.ResultWire.serializable(
+        backend.generate(requests.stream().map(r -> r.withCarrier(here)).toList()));
   }
 
   @Override

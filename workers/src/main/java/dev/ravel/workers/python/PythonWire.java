@@ -53,6 +53,14 @@ public final class PythonWire implements CrossLanguageCodec {
 
   @Override
   public Object decode(byte[] json, Type type) {
+    if (dev.ravel.workers.engine.ResultWire.isWire(json)) { // a generate call's results, in their binary form
+      if (!(type instanceof ParameterizedType p && p.getRawType() == List.class
+          && p.getActualTypeArguments()[0] == GenerationResult.class)) {
+        throw new IllegalArgumentException("a Python worker answered generation results where "
+            + type.getTypeName() + " was expected");
+      }
+      return dev.ravel.workers.engine.ResultWire.decode(json);
+    }
     JsonNode n;
     try {
       n = JSON.readTree(json);

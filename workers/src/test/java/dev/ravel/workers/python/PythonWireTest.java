@@ -151,6 +151,31 @@ class PythonWireTest {
   }
 
   @Test
+  void decode_resultsInTheirBinaryForm_theContractsGoldenBytes() throws Exception {
+    // what a Python worker answers generate with (ravel_workers.wire.results), checked against its JSON form
+    com.fasterxml.jackson.databind.JsonNode golden = dev.ravel.telemetry.contract.Contract.section("result_wire")
+        .get("golden");
+    Type type = Holder.class.getMethod("results").getGenericReturnType();
+    @SuppressWarnings("unchecked")
+    List<GenerationResult> binary = (List<GenerationResult>) WIRE.decode(
+        java.util.HexFormat.of().parseHex(golden.get("hex").asText()), type);
+    @SuppressWarnings("unchecked")
+    List<GenerationResult> json = (List<GenerationResult>) decode(golden.get("results").toString(), type);
+    assertThat(binary).hasSize(2);
+    for (int i = 0; i < 2; i++) {
+      assertThat(binary.get(i).toString()).isEqualTo(json.get(i).toString());
+      assertThat(binary.get(i).promptTokens()).containsExactly(json.get(i).promptTokens());
+      assertThat(binary.get(i).logprobs()).containsExactly(json.get(i).logprobs());
+      assertThat(binary.get(i).stats().firstTokenEpochNanos()).isEqualTo(json.get(i).stats().firstTokenEpochNanos());
+    }
+    // and what a Java worker answers with is the same bytes
+    assertThat(java.util.HexFormat.of().formatHex(dev.ravel.workers.engine.ResultWire.encode(json)))
+        .isEqualTo(golden.get("hex").asText());
+    assertThatThrownBy(() -> WIRE.decode(dev.ravel.workers.engine.ResultWire.encode(json), EngineStats.class))
+        .hasMessageContaining("generation results where");
+  }
+
+  @Test
   void decode_statsSummariesAndOutcomes() {
     EngineStats e = (EngineStats) decode("{\"finished\":{\"stop\":5,\"length\":2,\"abort\":0,\"error\":1},"
         + "\"preemptions\":0,\"running\":1,\"waiting\":2,\"kv_tokens_used\":3,\"kv_token_budget\":4,"
