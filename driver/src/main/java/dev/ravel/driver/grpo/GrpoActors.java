@@ -212,8 +212,10 @@ final class GrpoActors {
       refs.add(chunks.get(i).isEmpty() ? null : failover.generate(i, false, chunks.get(i)));
     }
     GenerationResult[] out = new GenerationResult[requests.size()];
-    // each worker's results read as they arrive: the first to finish is decoded while the others still generate
-    for (int i : finishOrder(refs)) {
+    for (int i = 0; i < w; i++) {
+      if (refs.get(i) == null) {
+        continue;
+      }
       List<GenerationResult> part = refs.get(i).get(); // a worker that died is restarted, given the weights, asked again
       if (part.size() != positions.get(i).size()) {
         throw new IllegalStateException("generation_worker/" + i + " returned " + part.size() + " results for "
@@ -224,46 +226,6 @@ final class GrpoActors {
       }
     }
     return List.of(out);
-  }
-
-  /**
-   * The indices of the non-null {@code calls} in the order they finish (Ray's wait, one ready at a time); in index
-   * order for in-process actors, which have no Ray reference. Only the waiting is ordered: each call's result is
-   * read (and a dead worker's call retried) by the caller.
-   */
-  static List<Integer> finishOrder(List<? extends Failover.Pending<?>> calls) {
-    List<Integer> left = new ArrayList<>();
-    for (int i = 0; i < calls.size(); i++) {
-      if (calls.get(i) != null) {
-        left.add(i);
-      }
-    }
-    List<io.ray.api.ObjectRef<byte[]>> refs = new ArrayList<>(left.size());
-    try {
-      for (int i : left) {
-        refs.add(calls.get(i).rayRef());
-      }
-    } catch (IllegalStateException inProcess) {
-      return left;
-    }
-    List<Integer> order = new ArrayList<>(left.size());
-    while (left.size() > 1) {
-      List<io.ray.api.ObjectRef<byte[]>> ready = io.ray.api.Ray.wait(refs, 1).getReady();
-      int before = left.size();
-      for (int k = 0; k < refs.size(); k++) {
-        io.ray.api.ObjectRef<byte[]> ref = refs.get(k);
-        if (ready.stream().anyMatch(r -> r == ref)) { // Ray returns the references it was given
-          order.add(left.remove(k));
-          refs.remove(k);
-          k--;
-        }
-      }
-      if (left.size() == before) { // nothing matched (not expected): the rest in index order
-        break;
-      }
-    }
-    order.addAll(left);
-    return order;
   }
 
   /** The calls {@link #generate} makes for {@code requests} requests in groups of {@code groupSize}. */

@@ -198,16 +198,14 @@ final class WorkerFaultsIT {
   /**
    * Whether {@code driver} (the thread running the sync loop) waits on the step's generate calls: inside
    * {@code GrpoActors.generate} (the sync loop's; no evaluation runs here), reading a call's result
-   * ({@code Failover.Pending.get}) or waiting for the next to finish ({@code GrpoActors.finishOrder}), which
-   * happens only once every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
+   * ({@code Failover.Pending.get}), which happens only once every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
    * {@code Pending.get} too, but not under {@code generate}).
    */
   private static boolean waitingOnGenerateCalls(Thread driver) {
     boolean readingResult = false;
     for (StackTraceElement f : driver.getStackTrace()) { // innermost frame first
-      if (f.getClassName().equals(Failover.Pending.class.getName()) && f.getMethodName().equals("get")
-          || f.getClassName().equals(SYNC_LOOP) && f.getMethodName().equals("finishOrder")) {
-        readingResult = true; // reading a result, or waiting (Ray.wait) for the first of them to finish
+      if (f.getClassName().equals(Failover.Pending.class.getName()) && f.getMethodName().equals("get")) {
+        readingResult = true;
       } else if (readingResult && f.getClassName().equals(SYNC_LOOP) && f.getMethodName().equals("generate")) {
         return true;
       }

@@ -314,15 +314,6 @@ public final class Failover {
     }
 
     /**
-     * The first issue's Ray reference, for {@code Ray.wait}: the call is done (or its actor dead) when it is ready.
-     *
-     * @throws IllegalStateException for a call to an in-process actor
-     */
-    public io.ray.api.ObjectRef<byte[]> rayRef() {
-      return first.rayRef();
-    }
-
-    /**
      * The result; if the actor's process died under the call, the call is issued again on the restarted
      * actor, at most {@code maxRestarts} times.
      *
