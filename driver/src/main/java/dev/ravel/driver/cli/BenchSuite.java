@@ -239,7 +239,7 @@ final class BenchSuite {
     cmd.addAll(args);
     cmd.addAll(List.of("--json", out.toString()));
     exec(cmd, home.ravelHome().resolve("workers/src/main/python"), runsDir.resolve(name + ".log"));
-    return read(out);
+    return JSON.readValue(out.toFile(), new TypeReference<Map<String, Object>>() {});
   }
 
   /** JMH (scripts/jmh.sh, one fork, short iterations): each Ravel benchmark's score over the bare SDK's. */
