@@ -88,6 +88,31 @@ final class BenchCallsCommand implements Callable<Integer> {
           + " rounds, and as long after them (to attach a profiler and read its symbols; default ${DEFAULT-VALUE}).")
   int pauseSeconds;
 
+  @Option(names = "--fanout-actors", defaultValue = "0", paramLabel = "N",
+      description = "Also measure the hop of a fan-out to N actors through Ravel against plain Ray's, Java and"
+          + " Python actors (0, the default: not measured).")
+  int fanoutActors;
+
+  @Option(names = "--fanout-spin-ms", defaultValue = "20",
+      description = "How long each fan-out call keeps its actor's CPU busy (default ${DEFAULT-VALUE}).")
+  double fanoutSpinMs;
+
+  @Option(names = "--fanout-calls", defaultValue = "30",
+      description = "Fan-outs per side and round; a round's hop is their median (default ${DEFAULT-VALUE}).")
+  int fanoutCalls;
+
+  @Option(names = "--fanout-languages", defaultValue = "java,python", split = ",", paramLabel = "java|python",
+      description = "The actors' languages (default ${DEFAULT-VALUE}).")
+  List<String> fanoutLanguages = new ArrayList<>();
+
+  @Option(names = "--fanout-request-chars", defaultValue = "4096",
+      description = "Characters each fan-out call sends (default ${DEFAULT-VALUE}).")
+  int fanoutRequestChars;
+
+  @Option(names = "--fanout-result-chars", defaultValue = "24576",
+      description = "Characters each fan-out call answers (default ${DEFAULT-VALUE}: a generate call's answer).")
+  int fanoutResultChars;
+
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
@@ -113,6 +138,13 @@ final class BenchCallsCommand implements Callable<Integer> {
     if (!List.of("ravel", "plain", "both").contains(only)) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--only takes ravel, plain or both, not " + only);
     }
+    BenchFanout fanout;
+    try {
+      fanout = fanoutActors > 0 ? new BenchFanout(fanoutActors, fanoutSpinMs, fanoutCalls, fanoutRequestChars,
+          fanoutResultChars) : null;
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+    }
     Map<String, Object> section = new LinkedHashMap<>();
     section.put("runs_dir", runsDir.toString());
     section.put("run_id", "bench-calls-" + System.currentTimeMillis() % 100000);
@@ -126,6 +158,7 @@ final class BenchCallsCommand implements Callable<Integer> {
     List<double[]> ravelCpu = new ArrayList<>();
     List<double[]> plainCpu = new ArrayList<>();
     BenchStats.Ratio generation;
+    Map<String, Object> fanoutReport = null;
     try (DriverSession session = DriverSession.builder(config).start()) {
       RavelActorHandle<Echo> r = session.actor(EchoActor::new, Echo.class).jvmOptions(actorJvmOptions).remote();
       ActorHandle<PlainEcho> p = actorJvmOptions.isEmpty() ? Ray.actor(PlainEcho::new).remote()
@@ -186,6 +219,9 @@ final class BenchCallsCommand implements Callable<Integer> {
       }
       p.kill();
       generation = generationRounds > 0 ? generation(session) : null;
+      if (fanout != null) {
+        fanoutReport = fanout.measure(session, fanoutLanguages, rounds);
+      }
     }
     BenchStats.Ratio ratio = only.equals("both") ? BenchStats.ratio(ravel, plain) : null;
     if (ratio != null) {
@@ -209,6 +245,9 @@ final class BenchCallsCommand implements Callable<Integer> {
     }
     if (generation != null) {
       root.put("generation", Map.of("actor_over_in_process_tokens_per_s", generation.json()));
+    }
+    if (fanoutReport != null) {
+      root.put("fanout", fanoutReport);
     }
     root.put("calls", calls);
     root.put("warmup_calls", warmupCalls);

@@ -87,6 +87,10 @@ final class BenchSuite {
           "python", List.of("ratios", "cpu_per_step_over_off")),
       new Target("cpu.all.python", "CPU s/step, `all` with engine spans at 1.0 / off, Python workers", true, 1.05,
           PAIRED, "python", List.of("ratios", "cpu_all_1_over_off")),
+      new Target("fanout.java", "hop of a fan-out to 2 Java actors (20 ms CPU bodies), through Ravel / plain Ray",
+          true, 1.10, PAIRED, "calls", List.of("fanout", "java", "ravel_over_plain")),
+      new Target("fanout.python", "hop of a fan-out to 2 Python actors (20 ms CPU bodies), through Ravel / plain Ray",
+          true, 1.10, PAIRED, "calls", List.of("fanout", "python", "ravel_over_plain")),
       new Target("generation.actor", "generation through a worker actor / the engine in-process, tokens/s", false,
           0.95, PAIRED, "calls", List.of("generation", "actor_over_in_process_tokens_per_s")),
       new Target("http", "generation over HTTP / embedded engine, tokens/s (embed 64, hidden 1024)", false, 0.90,
@@ -181,7 +185,8 @@ final class BenchSuite {
         BenchCallsCommand c = new BenchCallsCommand();
         // through picocli, so every option not given here keeps its documented default
         new picocli.CommandLine(c).parseArgs("--calls", "1000", "--rounds", String.valueOf(2 * rounds),
-            "--generation-rounds", String.valueOf(rounds + 2), "--runs-dir", runsDir.toString());
+            "--generation-rounds", String.valueOf(rounds + 2), "--runs-dir", runsDir.toString(),
+            "--fanout-actors", "2");
         yield c.measure();
       }
       case "http" -> {
