@@ -118,6 +118,7 @@ public final class LocalRayHead implements AutoCloseable {
         p.kill();
       }
     }
+    NativeLibraryCopy.removeSessionCopy(log); // 40 MB the workers loaded; the session's logs stay
   }
 
   /** The supervisor script, from this jar. */

@@ -219,7 +219,7 @@ public final class DriverSession implements AutoCloseable {
       System.setProperty("ray.job.jvm-options." + i, jvm.get(i));
     }
     Ray.init();
-    NativeLibraryCopy.removeOwn(); // 40 MB that Ray copies for each driver process and never removes
+    dev.ravel.driver.cluster.NativeLibraryCopy.removeOwn(); // 40 MB that Ray copies for each driver process and never removes
   }
 
   /**

@@ -1,4 +1,4 @@
-package dev.ravel.driver.session;
+package dev.ravel.driver.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -47,5 +47,27 @@ class NativeLibraryCopyTest {
     assertThat(NativeLibraryCopy.remove(folder)).isFalse();
     assertThat(folder.resolve(NativeLibraryCopy.LIBRARY)).exists();
     assertThat(folder.resolve("notes.txt")).hasContent("someone's");
+  }
+
+  @Test
+  void sessionIn_rayStartsExitLogLine_namesTheSessionFolder() {
+    List<String> log = List.of("2026-12-05 15:19:30,087\tINFO scripts.py:1274 -- Local node IP: 127.0.0.1",
+        "2026-12-05 15:19:30,087\tINFO scripts.py:1274 -- Process exit logs will be saved to: \u001b[1m"
+            + "/tmp/ray/session_2026-12-05_15-19-25_568664_12955/logs/ray_process_exit.log\u001b[22m\u001b[26m");
+    assertThat(NativeLibraryCopy.sessionIn(log)).contains(Path.of("/tmp/ray/session_2026-12-05_15-19-25_568664_12955"));
+    assertThat(NativeLibraryCopy.sessionIn(List.of("no such line"))).isEmpty();
+  }
+
+  @Test
+  void removeSessionCopy_stoppedHeadsSession_losesTheLibraryKeepsTheLogs() throws Exception {
+    Path session = Files.createDirectories(tmp.resolve("ray/session_2026-12-05_15-19-25_568664_12955/logs"))
+        .getParent();
+    Files.write(session.resolve(NativeLibraryCopy.LIBRARY), new byte[] {1, 2});
+    Files.writeString(session.resolve("logs/raylet.out"), "kept");
+    Path headLog = tmp.resolve("ray-head-1234.log");
+    Files.writeString(headLog, "INFO -- Process exit logs will be saved to: " + session + "/logs/ray_process_exit.log\n");
+    NativeLibraryCopy.removeSessionCopy(headLog);
+    assertThat(session.resolve(NativeLibraryCopy.LIBRARY)).doesNotExist();
+    assertThat(session.resolve("logs/raylet.out")).hasContent("kept");
   }
 }
