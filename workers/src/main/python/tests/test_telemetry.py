@@ -113,7 +113,7 @@ def test_dropped_spans_are_counted_and_add_up_once_flushed(tmp_path, monkeypatch
 
     monkeypatch.setattr(JsonLinesSpanExporter, "export", held_export)
     t = ProcessTelemetry(TelemetrySettings.from_env(telemetry_env(tmp_path)), "generation_worker",
-                         schedule_delay_ms=60_000, max_queue_size=2)
+                         schedule_delay_ms=60_000, max_queue_size=2, max_export_batch_size=2)
     for i in range(5):
         with t.tracer.start_as_current_span(f"s{i}"):
             pass

@@ -116,11 +116,17 @@ class ProcessTelemetry:
     ``tracer`` opens the role spans (scope ``dev.ravel``) and ``engine_tracer`` the ``llm_request`` spans;
     both are no-op tracers when telemetry is off. ``worker_spans`` says whether the WORKER group is on,
     ``engine_tracing`` whether the engine emits its spans.
+
+    The batch processor exports every ``schedule_delay_ms`` and whenever ``max_export_batch_size`` spans wait
+    (default half the queue). Not the SDK's 512: a generate call of 128 requests ends 512 engine spans at once,
+    and a batch of 512 then started its export (the encoding holds the GIL) just as the call's answer was being
+    encoded and returned, which lengthened the driver's wait (issue 32: the hop at ``all`` with engine spans at 1.0
+    on the digit task went from 1.30 to 1.15, docs/benchmarks.md).
     """
 
     def __init__(self, settings: TelemetrySettings, role: str, otlp: OtlpConfig | None = None,
                  resource_attributes: Mapping[str, Any] | None = None, schedule_delay_ms: int = 500,
-                 max_queue_size: int = 8192) -> None:
+                 max_queue_size: int = 8192, max_export_batch_size: int | None = None) -> None:
         self.settings = settings
         self.role = role
         self.pid = os.getpid()
@@ -166,7 +172,8 @@ class ProcessTelemetry:
             exporter = exporters[0] if len(exporters) == 1 else _CompositeExporter(exporters)
             processor = BatchSpanProcessor(exporter, max_queue_size=max_queue_size,
                                            schedule_delay_millis=schedule_delay_ms,
-                                           max_export_batch_size=min(512, max_queue_size),
+                                           max_export_batch_size=max_export_batch_size
+                                           or max(1, max_queue_size // 2),
                                            export_timeout_millis=30_000)
             batch = getattr(processor, "_batch_processor", None)
             if batch is not None and hasattr(batch, "_metrics"):
