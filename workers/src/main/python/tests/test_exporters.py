@@ -21,7 +21,11 @@ from opentelemetry.trace import (
     TraceState,
 )
 
-from ravel_workers.telemetry.exporters import spans_to_otlp_json, spans_to_otlp_json_via_protobuf
+from ravel_workers.telemetry.exporters import (
+    spans_to_otlp_json,
+    spans_to_otlp_json_text,
+    spans_to_otlp_json_via_protobuf,
+)
 
 
 class _Keep(SpanExporter):
@@ -53,7 +57,8 @@ def _spans() -> list[ReadableSpan]:
     with ta.start_as_current_span("root", kind=SpanKind.SERVER, context=trace.set_span_in_context(
             NonRecordingSpan(remote)), attributes={
             "s": "x", "empty": "", "b": False, "i": 0, "big": 2**62, "neg": -5, "f": 1.5, "nan": math.nan,
-            "inf": math.inf, "ninf": -math.inf, "ls": ["a", "b"], "lb": [True, False], "li": [1, 2],
+            "inf": math.inf, "ninf": -math.inf, "esc": 'quote " back \\ nl \n tab \t \u00e9 \u2713 \x01',
+            "ls": ["a", "b"], "lb": [True, False], "li": [1, 2],
             "lf": [0.5, 2.0], "l0": []}, links=[Link(linked, {"w": 1}), Link(linked)]) as root:
         root.add_event("e1", {"tokens": 3}, timestamp=1_700_000_000_000_000_001)
         root.add_event("e2")
@@ -79,6 +84,18 @@ def test_spans_to_otlp_json_equalsTheProtobufEncodersRendering():
     # compared as the file holds them: NaN is not equal to itself as a float
     assert json.dumps(fast, sort_keys=True) == json.dumps(reference, sort_keys=True)
     assert len(fast["resourceSpans"]) == 2
+
+
+def test_spans_to_otlp_json_text_isOneLineThatJsonDumpsWouldWrite():
+    spans = _spans()
+    text = spans_to_otlp_json_text(spans)
+    assert "\n" not in text
+    parsed = json.loads(text)
+    values = [a["value"] for r in parsed["resourceSpans"] for ss in r["scopeSpans"] for sp in ss["spans"]
+              for a in sp.get("attributes", []) if a["key"] == "esc"]
+    assert values == [{"stringValue": 'quote " back \\ nl \n tab \t \u00e9 \u2713 \x01'}]
+    # the same text json.dumps writes for the same document, non-ASCII kept as it is
+    assert text == json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
 
 
 def test_spans_to_otlp_json_ofNothingIsAnEmptyRequest():

@@ -31,7 +31,7 @@ from .config import (
     TelemetrySettings,
     parse_headers,
 )
-from .exporters import JsonLinesSpanExporter, otlp_exporter, spans_to_otlp_json
+from .exporters import JsonLinesSpanExporter, otlp_exporter, spans_to_otlp_json, spans_to_otlp_json_text
 from .process import ENGINE_SCOPE, SCOPE, ProcessTelemetry, process_telemetry, ray_resource
 
 __all__ = [
@@ -51,4 +51,5 @@ __all__ = [
     "process_telemetry",
     "ray_resource",
     "spans_to_otlp_json",
+    "spans_to_otlp_json_text",
 ]

@@ -35,6 +35,8 @@ def _bool(value: Any, what: str) -> bool:
 def _ints(values: Any, what: str) -> list[int]:
     if not isinstance(values, list):
         raise ValueError(f"{what}: expected a list of ints")
+    if set(map(type, values)) <= {int}:  # the common case, checked in C; else find the offending item
+        return list(values)
     out = []
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, int):
