@@ -3,6 +3,7 @@ encoding rendered by ``MessageToDict`` (the reference) for every kind of value, 
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 
@@ -22,10 +23,15 @@ from opentelemetry.trace import (
 )
 
 from ravel_workers.telemetry.exporters import (
+    JsonLinesSpanExporter,
     spans_to_otlp_json,
     spans_to_otlp_json_text,
     spans_to_otlp_json_via_protobuf,
 )
+
+
+class _Color(str, enum.Enum):
+    RED = "red"
 
 
 class _Keep(SpanExporter):
@@ -57,7 +63,8 @@ def _spans() -> list[ReadableSpan]:
     with ta.start_as_current_span("root", kind=SpanKind.SERVER, context=trace.set_span_in_context(
             NonRecordingSpan(remote)), attributes={
             "s": "x", "empty": "", "b": False, "i": 0, "big": 2**62, "neg": -5, "f": 1.5, "nan": math.nan,
-            "inf": math.inf, "ninf": -math.inf, "esc": 'quote " back \\ nl \n tab \t \u00e9 \u2713 \x01',
+            "inf": math.inf, "ninf": -math.inf, "senum": _Color.RED, "huge": 2**64,
+            "esc": 'quote " back \\ nl \n tab \t \u00e9 \u2713 \x01',
             "ls": ["a", "b"], "lb": [True, False], "li": [1, 2],
             "lf": [0.5, 2.0], "l0": []}, links=[Link(linked, {"w": 1}), Link(linked)]) as root:
         root.add_event("e1", {"tokens": 3}, timestamp=1_700_000_000_000_000_001)
@@ -96,6 +103,19 @@ def test_spans_to_otlp_json_text_isOneLineThatJsonDumpsWouldWrite():
     assert values == [{"stringValue": 'quote " back \\ nl \n tab \t \u00e9 \u2713 \x01'}]
     # the same text json.dumps writes for the same document, non-ASCII kept as it is
     assert text == json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_jsonLinesExporter_loneSurrogate_isWrittenEscapedAndTheBatchKept(tmp_path):
+    keep = _Keep()
+    tracer = _provider(keep, Resource.create({"service.name": "a"})).get_tracer("ravel")
+    tracer.start_span("bad path", attributes={"path": "/tmp/\udc80x"}).end()
+    tracer.start_span("fine").end()
+    exporter = JsonLinesSpanExporter(tmp_path / "spans.jsonl")
+    assert exporter.export(keep.spans) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+    (line,) = (tmp_path / "spans.jsonl").read_text(encoding="utf-8").splitlines()
+    spans = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert [s["name"] for s in spans] == ["bad path", "fine"]
 
 
 def test_spans_to_otlp_json_ofNothingIsAnEmptyRequest():

@@ -107,6 +107,8 @@ _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 # the SDK's SpanKind (INTERNAL = 0 ...) to OTLP's (SPAN_KIND_INTERNAL = 1 ...)
 _KIND = {0: 1, 1: 2, 2: 3, 3: 4, 4: 5}
+# OTLP's intValue is an int64: the reference encoder leaves other integers out, and so does this one
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # a string as JSON, escaped as json.dumps(..., ensure_ascii=False) escapes it (the C encoder where there is one)
 _q: Callable[[str], str] = json.encoder.encode_basestring
 
@@ -185,7 +187,7 @@ def _attribute_parts(attributes: Any, dropped: int = 0) -> list[str]:
         for k, v in attributes.items():
             try:
                 encoded.append('{"key":' + _q(k) + ',"value":' + _value_text(v) + "}")
-            except TypeError as e:  # left out and said, as the OTLP exporter's encoder does
+            except Exception as e:  # noqa: BLE001 - left out and said, as the OTLP exporter's encoder does
                 LOG.warning("attribute %s left out of the export: %s", k, e)
         if encoded:
             parts.append('"attributes":[' + ",".join(encoded) + "]")
@@ -198,16 +200,18 @@ def _value_text(v: Any) -> str:
     t = type(v)  # the common exact types first: one lookup instead of a chain of isinstance checks
     if t is str:
         return '{"stringValue":' + _q(v) + "}"
-    if t is int:
+    if t is int and _INT64_MIN <= v <= _INT64_MAX:
         return f'{{"intValue":"{v}"}}'
     if v is None:
         return "{}"
     if isinstance(v, bool):
         return '{"boolValue":true}' if v else '{"boolValue":false}'
-    if isinstance(v, str):
-        return '{"stringValue":' + _q(str(v)) + "}"
+    if isinstance(v, str):  # a str subclass (a str-valued enum, say) as its string value, not its str()
+        return '{"stringValue":' + _q(v) + "}"
     if isinstance(v, int):
-        return f'{{"intValue":"{int(v)}"}}'
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise TypeError(f"an integer attribute value out of int64's range: {int.__repr__(v)[:40]}")
+        return '{"intValue":"' + int.__repr__(v) + '"}'
     if isinstance(v, float):
         if math.isfinite(v):
             return '{"doubleValue":' + float.__repr__(v) + "}"
@@ -230,7 +234,9 @@ class JsonLinesSpanExporter(SpanExporter):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in shutdown
+        # closed in shutdown; a lone surrogate (a surrogate-escaped path in a message, say) is written as its JSON
+        # escape, not an error that would lose the whole batch
+        self._file = open(self.path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:

@@ -118,7 +118,8 @@ class ProcessTelemetry:
     ``engine_tracing`` whether the engine emits its spans.
 
     The batch processor exports every ``schedule_delay_ms`` and whenever ``max_export_batch_size`` spans wait
-    (default half the queue). Not the SDK's 512: a generate call of 128 requests ends 512 engine spans at once,
+    (default half the queue, at most 2,048: an OTLP request of them stays well under a collector's 4 MiB limit).
+    Not the SDK's 512: a generate call of 128 requests ends 512 engine spans at once,
     and a batch of 512 then started its export (the encoding holds the GIL) just as the call's answer was being
     encoded and returned, which lengthened the driver's wait (issue 32: the hop at ``all`` with engine spans at 1.0
     on the digit task went from 1.30 to 1.15, docs/benchmarks.md).
@@ -173,7 +174,7 @@ class ProcessTelemetry:
             processor = BatchSpanProcessor(exporter, max_queue_size=max_queue_size,
                                            schedule_delay_millis=schedule_delay_ms,
                                            max_export_batch_size=max_export_batch_size
-                                           or max(1, max_queue_size // 2),
+                                           or max(1, min(2048, max_queue_size // 2)),
                                            export_timeout_millis=30_000)
             batch = getattr(processor, "_batch_processor", None)
             if batch is not None and hasattr(batch, "_metrics"):

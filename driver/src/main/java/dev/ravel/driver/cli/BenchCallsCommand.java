@@ -141,7 +141,7 @@ final class BenchCallsCommand implements Callable<Integer> {
     BenchFanout fanout;
     try {
       fanout = fanoutActors > 0 ? new BenchFanout(fanoutActors, fanoutSpinMs, fanoutCalls, fanoutRequestChars,
-          fanoutResultChars) : null;
+          fanoutResultChars, fanoutLanguages) : null;
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     }
@@ -220,7 +220,7 @@ final class BenchCallsCommand implements Callable<Integer> {
       p.kill();
       generation = generationRounds > 0 ? generation(session) : null;
       if (fanout != null) {
-        fanoutReport = fanout.measure(session, fanoutLanguages, rounds);
+        fanoutReport = fanout.measure(session, rounds);
       }
     }
     BenchStats.Ratio ratio = only.equals("both") ? BenchStats.ratio(ravel, plain) : null;

@@ -39,11 +39,22 @@ final class BenchFanout {
   private final int requestChars;
   private final int resultChars;
 
-  BenchFanout(int actors, double spinMs, int fanouts, int requestChars, int resultChars) {
-    if (actors < 1 || spinMs < 0 || fanouts < 1 || requestChars < 0 || resultChars < 0) {
+  /** The languages a fan-out's actors can be written in. */
+  static final List<String> LANGUAGES = List.of("java", "python");
+
+  private final List<String> languages;
+
+  BenchFanout(int actors, double spinMs, int fanouts, int requestChars, int resultChars, List<String> languages) {
+    if (actors < 1 || spinMs <= 0 || fanouts < 1 || requestChars < 0 || resultChars < 0) {
       throw new IllegalArgumentException("fan-out: --fanout-actors and --fanout-calls must be at least 1,"
-          + " --fanout-spin-ms and the sizes at least 0");
+          + " --fanout-spin-ms more than 0 and the sizes at least 0");
     }
+    for (String l : languages) {
+      if (!LANGUAGES.contains(l)) {
+        throw new IllegalArgumentException("--fanout-languages: java or python, not '" + l + "'");
+      }
+    }
+    this.languages = List.copyOf(languages);
     this.actors = actors;
     this.spinNanos = Math.round(spinMs * 1e6);
     this.fanouts = fanouts;
@@ -56,8 +67,11 @@ final class BenchFanout {
     List<String> fanout(String payload);
   }
 
-  /** Measures {@code languages} ({@code java}, {@code python}) for {@code rounds} rounds; the report's section. */
-  Map<String, Object> measure(DriverSession session, List<String> languages, int rounds) {
+  /**
+   * Measures each language for {@code rounds} rounds; the report's section. The plain actors are killed after
+   * their language's rounds (the session stops Ravel's own when it closes), so they do not idle beside the next.
+   */
+  Map<String, Object> measure(DriverSession session, int rounds) {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("actors", actors);
     out.put("spin_ms", spinNanos / 1e6);
@@ -68,6 +82,7 @@ final class BenchFanout {
     for (String language : languages) {
       Side ravel;
       Side plain;
+      List<io.ray.api.BaseActorHandle> plainActors = new ArrayList<>();
       if (language.equals("java")) {
         List<RavelActorHandle<Spinner>> r = new ArrayList<>();
         List<ActorHandle<PlainSpinner>> p = new ArrayList<>();
@@ -75,6 +90,7 @@ final class BenchFanout {
           r.add(session.actor(SpinnerActor::new, Spinner.class).remote());
           p.add(Ray.actor(PlainSpinner::new).remote());
         }
+        plainActors.addAll(p);
         ravel = ravelSide(r);
         plain = s -> {
           List<ObjectRef<String>> refs = new ArrayList<>();
@@ -90,6 +106,7 @@ final class BenchFanout {
           r.add(session.pythonActor(MODULE, "Spinner", "{}", Spinner.class).remote());
           p.add(Ray.actor(PyActorClass.of(MODULE, "PlainSpinner")).remote());
         }
+        plainActors.addAll(p);
         ravel = ravelSide(r);
         PyActorMethod<String> spin = PyActorMethod.of("spin", String.class);
         plain = s -> {
@@ -100,9 +117,9 @@ final class BenchFanout {
           return refs.stream().map(ObjectRef::get).toList();
         };
       } else {
-        throw new IllegalArgumentException("--fanout-languages: java or python, not '" + language + "'");
+        throw new IllegalStateException("unknown language " + language); // checked in the constructor
       }
-      for (int i = 0; i < Math.max(5, fanouts / 2); i++) { // warm-up: JIT, Python imports, first spans
+      for (int i = 0; i < Math.max(20, fanouts); i++) { // warm-up: JIT, Python imports, first spans
         hop(ravel, payload);
         hop(plain, payload);
       }
@@ -139,6 +156,7 @@ final class BenchFanout {
       l.put("plain_hop_median", BenchStats.median(plainHops));
       l.put("ravel_over_plain", ratio.json());
       out.put(language, l);
+      plainActors.forEach(io.ray.api.BaseActorHandle::kill);
     }
     return out;
   }

@@ -1,9 +1,14 @@
 package dev.ravel.driver.cluster;
 
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -15,12 +20,17 @@ import org.slf4j.LoggerFactory;
 /**
  * Removes the copies of Ray's native core worker library that Ray leaves behind, about 40 MB each.
  * {@code Ray.init()} in a Java driver copies {@value #LIBRARY} into a folder of its own under Ray's temp folder
- * ({@code /tmp/ray/<nanoseconds>/}), loads it, and never removes it; the Java workers of a head load a copy in the
+ * ({@code /tmp/ray/<milliseconds>/}), loads it, and never removes it; the Java workers of a head load a copy in the
  * head's session folder, which stays when the head stops. Every driver process (each {@code ravel} command, each
  * test) and every head left 40 MB, and a few hundred filled a disk. A loaded library's file is no longer needed
  * (the process keeps its mapping): the driver's session removes its copy right after {@code Ray.init()}
  * ({@link #removeOwn()}), and a head that Ravel started removes its session's copy once it has stopped
  * ({@link #removeSessionCopy(Path)}), keeping the session's logs.
+ *
+ * <p>Two drivers that start in the same millisecond share one folder. Ray copies the library under an exclusive
+ * lock on the folder's {@code file_lock}, so the removal takes that lock too and leaves the folder when it cannot;
+ * what remains is a window of a few milliseconds after another such driver's copy and before its load, which its
+ * library load happens early in (long before this driver's {@code Ray.init()} returns).
  */
 public final class NativeLibraryCopy {
   /** The library Ray's Java runtime copies and loads. */
@@ -44,7 +54,10 @@ public final class NativeLibraryCopy {
         continue;
       }
       Path folder = Path.of(line.substring(slash)).getParent();
-      if (folder != null && folder.getFileName() != null && folder.getFileName().toString().matches("[0-9]+")) {
+      Path parent = folder == null ? null : folder.getParent();
+      // Ray's temp folder (/tmp/ray or another named ray) and a folder named by the copy's time alone
+      if (parent != null && parent.getFileName() != null && parent.getFileName().toString().equals("ray")
+          && folder.getFileName().toString().matches("[0-9]+")) {
         return Optional.of(folder);
       }
     }
@@ -62,8 +75,16 @@ public final class NativeLibraryCopy {
         }
       }
     }
-    for (String name : REMOVABLE) {
-      Files.deleteIfExists(folder.resolve(name));
+    // Ray's own lock on the copy: held by another driver copying into the same folder, the folder stays
+    try (FileChannel lock = FileChannel.open(folder.resolve("file_lock"), StandardOpenOption.CREATE,
+        StandardOpenOption.WRITE); FileLock held = lock.tryLock()) {
+      if (held == null) {
+        return false;
+      }
+      Files.deleteIfExists(folder.resolve(LIBRARY));
+      Files.deleteIfExists(folder.resolve("file_lock"));
+    } catch (OverlappingFileLockException e) {
+      return false;
     }
     Files.delete(folder);
     return true;
@@ -94,7 +115,7 @@ public final class NativeLibraryCopy {
       if (headLog == null || !Files.isReadable(headLog)) {
         return;
       }
-      Optional<Path> session = sessionIn(Files.readAllLines(headLog, java.nio.charset.StandardCharsets.UTF_8));
+      Optional<Path> session = sessionIn(Files.readAllLines(headLog, StandardCharsets.ISO_8859_1));
       if (session.isPresent() && Files.deleteIfExists(session.get().resolve(LIBRARY))) {
         LOG.debug("removed Ray's native library copy in {}", session.get());
       }
@@ -111,7 +132,7 @@ public final class NativeLibraryCopy {
     }
     Optional<Path> folder = Optional.empty();
     try {
-      folder = folderIn(Files.readAllLines(maps));
+      folder = folderIn(Files.readAllLines(maps, StandardCharsets.ISO_8859_1));
       if (folder.isPresent()) {
         boolean removed = remove(folder.get());
         LOG.debug("Ray's native library copy in {}: {}", folder.get(), removed ? "removed" : "kept (other files)");

@@ -1,6 +1,9 @@
 package dev.ravel.driver.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import picocli.CommandLine;
 
 import org.junit.jupiter.api.Test;
 
@@ -23,5 +26,21 @@ class BenchCallsCommandTest {
   @Test
   void cpuNanos_noSuchProcessIsMinusOne() {
     assertThat(BenchCallsCommand.cpuNanos(Long.MAX_VALUE)).isEqualTo(-1);
+  }
+
+  @Test
+  void measure_unknownFanoutLanguage_isRefusedBeforeAnythingStarts() {
+    BenchCallsCommand c = new BenchCallsCommand();
+    new CommandLine(c).parseArgs("--fanout-actors", "2", "--fanout-languages", "java,rust");
+    assertThatThrownBy(c::measure).isInstanceOf(CommandLine.ParameterException.class)
+        .hasMessageContaining("--fanout-languages: java or python, not 'rust'");
+  }
+
+  @Test
+  void measure_fanoutWithoutABody_isRefused() {
+    BenchCallsCommand c = new BenchCallsCommand();
+    new CommandLine(c).parseArgs("--fanout-actors", "2", "--fanout-spin-ms", "0");
+    assertThatThrownBy(c::measure).isInstanceOf(CommandLine.ParameterException.class)
+        .hasMessageContaining("--fanout-spin-ms more than 0");
   }
 }

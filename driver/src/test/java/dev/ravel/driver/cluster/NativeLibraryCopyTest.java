@@ -28,6 +28,9 @@ class NativeLibraryCopyTest {
     assertThat(NativeLibraryCopy.folderIn(List.of(
         mapsLine("/tmp/ray/session_2026-12-05_15-14-34_866063_28274/libcore_worker_library_java.so"),
         mapsLine("/tmp/ray/1796483857439/libother.so"), "7f1c2a000000-7f1c2a400000 rw-p 00000000 00:00 0"))).isEmpty();
+    // a folder named by digits outside Ray's temp folder is someone else's
+    assertThat(NativeLibraryCopy.folderIn(List.of(mapsLine("/opt/vendor/1796483857439/libcore_worker_library_java.so"))))
+        .isEmpty();
   }
 
   @Test
@@ -37,6 +40,20 @@ class NativeLibraryCopyTest {
     Files.createFile(folder.resolve("file_lock"));
     assertThat(NativeLibraryCopy.remove(folder)).isTrue();
     assertThat(folder).doesNotExist();
+  }
+
+  @Test
+  void remove_lockHeldByAnotherDriverCopying_keepsTheFolder() throws Exception {
+    Path folder = Files.createDirectories(tmp.resolve("1796483857441"));
+    Files.write(folder.resolve(NativeLibraryCopy.LIBRARY), new byte[] {1});
+    // held from another process in real life; from this JVM the second lock attempt is refused the same way
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(folder.resolve("file_lock"),
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+        java.nio.channels.FileLock held = ch.lock()) {
+      assertThat(held.isValid()).isTrue();
+      assertThat(NativeLibraryCopy.remove(folder)).isFalse();
+    }
+    assertThat(folder.resolve(NativeLibraryCopy.LIBRARY)).exists();
   }
 
   @Test
