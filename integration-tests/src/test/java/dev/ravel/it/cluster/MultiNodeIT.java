@@ -96,7 +96,7 @@ final class MultiNodeIT {
         "grpo.group_size=8", "generation.resources=[ravel_node_1=0.01]", "trainer.resources=[ravel_node_0=0.01]");
     assertThat(r.exitCode()).as(r.output()).isZero();
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-sync"));
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     assertThat(traces.named("rl.grpo.step")).hasSize(steps);
     assertThat(nodesOf(traces, "rl.worker.generate")).containsExactly(cluster.nodeIp(1));
     assertThat(nodesOf(traces, "rl.trainer.train")).containsExactly(cluster.nodeIp(0));
@@ -120,7 +120,7 @@ final class MultiNodeIT {
         "generation.num_cpus=1", "trainer.resources=[ravel_node_0=0.01]");
     assertThat(r.exitCode()).as(r.output()).isZero();
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-async"));
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     List<SpanRecord> generate = traces.spans().stream().filter(s -> s.name().startsWith("rl.worker.generate")).toList();
     assertThat(generate).isNotEmpty();
     // two workers, one per node: each node's generation spans come from one process
@@ -155,7 +155,7 @@ final class MultiNodeIT {
         "generation.placement=strict_spread", "generation.num_cpus=1", "trainer.resources=[ravel_node_0=0.01]"));
     assertThat(r.exitCode()).as(r.output()).isZero();
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-python"));
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     assertThat(nodesOf(traces, "rl.worker.generate")).containsExactlyInAnyOrder(cluster.nodeIp(0), cluster.nodeIp(1));
     assertThat(nodesOf(traces, "rl.trainer.train")).containsExactly(cluster.nodeIp(0));
     // the Python processes' spans, written on both nodes into the one run folder, name their language
@@ -195,7 +195,7 @@ final class MultiNodeIT {
     Run r = run(runs, "mn-group", List.of(), ranks2.toArray(String[]::new));
     assertThat(r.exitCode()).as(r.output()).isZero();
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-group"));
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     // each step's policy training holds one rl.trainer.train per rank, the two ranks on the two nodes
     List<SpanRecord> training = traces.named("rl.grpo.policy_training");
     assertThat(training).hasSize(steps);
@@ -261,7 +261,7 @@ final class MultiNodeIT {
     assertThat(p.exitValue()).as(text).isZero();
     System.out.println("MultiNodeIT: mn-job: " + lastLine(text));
     RunTraces traces = RunTraces.readDir(runs.resolve("mn-job"));
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     List<SpanRecord> submits = traces.named("rl.job.submit");
     List<SpanRecord> jobRuns = traces.named("rl.job.run");
     assertThat(submits).hasSize(1);
@@ -297,7 +297,7 @@ final class MultiNodeIT {
     assertThat(faults.get("dead_nodes")).as(faults.toString()).hasSize(1);
     assertThat(faults.get("dead_nodes").get(0).asText()).startsWith(cluster.nodeIp(1) + " (");
     RunTraces traces = RunTraces.readDir(runDir);
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     assertThat(traces.named("rl.grpo.step")).hasSize(steps);
   }
 
@@ -351,7 +351,7 @@ final class MultiNodeIT {
     assertThat(faults.get("retried_requests").asLong()).as(faults.toString()).isBetween(0L, (long) prompts * group);
     assertThat(faults.get("dead_nodes").get(0).asText()).startsWith(cluster.nodeIp(1) + " (");
     RunTraces traces = RunTraces.readDir(runDir);
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     assertThat(traces.named("rl.grpo.step")).hasSize(steps);
     // the failed call is in the trace, and after the loss every worker serves from the head's node
     List<SpanRecord> failed = traces.named("rl.fault.failed_call");

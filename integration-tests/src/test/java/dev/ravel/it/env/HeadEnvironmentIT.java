@@ -120,8 +120,12 @@ final class HeadEnvironmentIT {
       assertThat(sink.spans()).extracting(OtlpHttpSink.Received::role).contains("driver", "generation_worker");
 
       assertThat(filesContaining(runs, token, Instant.EPOCH)).as("run folder").isEmpty();
-      assertThat(filesContaining(Path.of(System.getProperty("java.io.tmpdir"), "ray-head-" + gcsPort + ".log"), token,
-          Instant.EPOCH)).as("head log").isEmpty();
+      // the head's own log (`ray start`'s output, where the driver's JVM writes it): a scan of a file that is not
+      // there would find nothing and pass, so it must exist and hold Ray's output first
+      Path headLog = Path.of(System.getProperty("java.io.tmpdir"), "ray-head-" + gcsPort + ".log");
+      assertThat(headLog).as("head log").isRegularFile();
+      assertThat(Files.size(headLog)).as("head log %s", headLog).isPositive();
+      assertThat(filesContaining(headLog, token, Instant.EPOCH)).as("head log").isEmpty();
       assertThat(filesContaining(Path.of("/tmp/ray"), token, started)).as("Ray's session logs").isEmpty();
     }
   }
@@ -202,11 +206,13 @@ final class HeadEnvironmentIT {
     return out;
   }
 
-  /** Regular files under {@code root} (or {@code root} itself) modified since {@code since} that contain {@code text}. */
+  /**
+   * Regular files under {@code root} (or {@code root} itself) modified since {@code since} that contain {@code text};
+   * fails when there was no such file to scan (an empty answer must mean "scanned and not found").
+   */
   private static List<Path> filesContaining(Path root, String text, Instant since) throws IOException {
-    if (!Files.exists(root)) {
-      return List.of();
-    }
+    assertThat(root).as("where the secret is looked for").exists();
+    int scanned = 0;
     List<Path> hits = new ArrayList<>();
     byte[] needle = text.getBytes(StandardCharsets.UTF_8);
     try (Stream<Path> files = Files.walk(root)) {
@@ -215,7 +221,9 @@ final class HeadEnvironmentIT {
           if (Files.getLastModifiedTime(f).toInstant().isBefore(since) || Files.size(f) > 256L << 20) {
             continue;
           }
-          if (indexOf(Files.readAllBytes(f), needle) >= 0) {
+          byte[] bytes = Files.readAllBytes(f);
+          scanned += bytes.length > 0 ? 1 : 0;
+          if (indexOf(bytes, needle) >= 0) {
             hits.add(f);
           }
         } catch (IOException e) {
@@ -223,6 +231,7 @@ final class HeadEnvironmentIT {
         }
       }
     }
+    assertThat(scanned).as("non-empty files modified since %s under %s", since, root).isPositive();
     return hits;
   }
 

@@ -303,7 +303,7 @@ final class WorkerFaultsIT {
     assertThat(f.traces().named("rl.worker.generate").stream()
         .filter(s -> Long.valueOf(newPid).equals(s.resourceAttribute(RavelAttributes.PROCESS_PID))).count())
         .isEqualTo(STEPS - (Long) step.attribute(RavelAttributes.STEP) + 1);
-    assertThat(TraceQuality.of(f.traces().spans()).connectedness()).isEqualTo(1.0);
+    assertThat(TraceQuality.of(f.traces().spans()).connectedness()).hasValue(1.0);
   }
 
   @Test

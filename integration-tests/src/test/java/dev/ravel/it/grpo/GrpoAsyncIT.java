@@ -40,9 +40,9 @@ final class GrpoAsyncIT {
   void run_coverageAndConnectednessAreComplete() {
     assertThat(run.traces().problems()).isEmpty();
     assertThat(run.traces().named("llm_request")).hasSizeGreaterThanOrEqualTo(STEPS * PROMPTS * GROUP);
-    assertThat(quality.generationCoverage()).isEqualTo(1.0);
+    assertThat(quality.generationCoverage()).hasValue(1.0);
     assertThat(quality.disconnected()).isEmpty();
-    assertThat(quality.connectedness()).isEqualTo(1.0);
+    assertThat(quality.connectedness()).hasValue(1.0);
   }
 
   @Test

@@ -62,9 +62,9 @@ final class GrpoSyncIT {
   void run_coverageAndConnectednessAreComplete() {
     assertThat(run.traces().problems()).isEmpty();
     assertThat(run.traces().named("llm_request")).hasSize(STEPS * PROMPTS * GROUP);
-    assertThat(quality.generationCoverage()).isEqualTo(1.0);
+    assertThat(quality.generationCoverage()).hasValue(1.0);
     assertThat(quality.disconnected()).isEmpty();
-    assertThat(quality.connectedness()).isEqualTo(1.0);
+    assertThat(quality.connectedness()).hasValue(1.0);
   }
 
   @Test

@@ -138,7 +138,7 @@ final class RayJobsIT {
       assertThat(step.isRoot()).isTrue();
       assertThat(step.links()).anySatisfy(l -> assertThat(l.spanId()).isEqualTo(run.spanId()));
     });
-    assertThat(dev.ravel.telemetry.traces.TraceQuality.of(traces.spans()).connectedness()).isEqualTo(1.0);
+    assertThat(dev.ravel.telemetry.traces.TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
   }
 
   @Test

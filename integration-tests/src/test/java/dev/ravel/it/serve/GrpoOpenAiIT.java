@@ -136,9 +136,9 @@ final class GrpoOpenAiIT {
   private static void assertServerSpansNestUnderWorkers(GrpoRuns.Finished run) throws Exception {
     TraceQuality quality = TraceQuality.of(run.traces().spans());
     assertThat(run.traces().problems()).isEmpty();
-    assertThat(quality.generationCoverage()).isEqualTo(1.0);
+    assertThat(quality.generationCoverage()).hasValue(1.0);
     assertThat(quality.disconnected()).isEmpty();
-    assertThat(quality.connectedness()).isEqualTo(1.0);
+    assertThat(quality.connectedness()).hasValue(1.0);
 
     Set<String> workerCalls = run.traces().named("rl.worker.generate").stream().map(SpanRecord::spanId)
         .collect(Collectors.toSet());

@@ -88,7 +88,9 @@ final class VllmContractIT {
         "grpo.prompts_per_step=8", "grpo.group_size=" + GROUP, "grpo.max_new_tokens=24",
         "generation.ignore_eos=true", "generation.workers=2", "generation.backend=openai",
         "generation.launch=ravel", "generation.inflight_updates=true", "generation.record_exchanges=true",
-        // one sequence at a time in each server: generation is the slow side, so refits find requests running
+        // one sequence at a time in each server: generation is the slow side, so refits may find requests running;
+        // whether one does depends on timing, so it is not asserted here (WeightSyncTest holds a request inside a
+        // forward pass while the weights change, and checks its tokens carry both versions)
         "generation.max_running_requests=1",
         "telemetry.preset=per_step");
     List<Path> launched;
@@ -282,8 +284,10 @@ final class VllmContractIT {
         spanning += spans.size() > 1 ? 1 : 0;
       }
     }
-    System.out.printf("in-flight updates: %d of %d completions hold tokens of two or more versions%n", spanning,
-        completions);
+    // how many did is reported, not asserted: it depends on where the refits landed (see the run's settings)
+    System.out.printf("in-flight updates: %d of %d completions hold tokens of two or more versions (not asserted)%n",
+        spanning, completions);
+    assertThat(completions).as("completions checked, at least the trained ones").isGreaterThanOrEqualTo(6 * 8 * GROUP);
     // each step's refit has its stages under the worker's update_weights
     List<SpanRecord> loads = inflightRun.traces().named(SpanNames.REFIT_LOAD);
     assertThat(loads).isNotEmpty();

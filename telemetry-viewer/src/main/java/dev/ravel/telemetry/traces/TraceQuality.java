@@ -3,6 +3,7 @@ package dev.ravel.telemetry.traces;
 import dev.ravel.telemetry.spans.SpanNames;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalDouble;
 import java.util.function.Predicate;
 
 /**
@@ -15,6 +16,10 @@ import java.util.function.Predicate;
  *       engine spans included, whose chain of parents reaches a {@code rl.grpo.step} root in the same
  *       trace without a missing link.</li>
  * </ul>
+ * A figure over no spans at all is not 100%: each figure is empty when there is nothing to measure, so a
+ * check that asserts it (AssertJ's {@code hasValue(1.0)}) fails when the spans it is about were never
+ * exported, instead of passing vacuously. {@link #engineRequests()} and {@link #workerSpans()} give the
+ * spans each figure is computed over, for checks of their number.
  */
 public final class TraceQuality {
   private static final int MAX_DEPTH = 256;
@@ -31,23 +36,34 @@ public final class TraceQuality {
     return new TraceQuality(List.copyOf(spans));
   }
 
-  /** Engine requests with an {@code rl.vllm.generate} ancestor / engine requests (1.0 when there are none). */
-  public double generationCoverage() {
-    List<SpanRecord> engine = spans.stream().filter(s -> s.name().equals(SpanNames.LLM_REQUEST)).toList();
-    if (engine.isEmpty()) {
-      return 1.0;
-    }
-    long covered = engine.stream().filter(s -> hasAncestor(s, a -> a.name().equals(SpanNames.VLLM_GENERATE))).count();
-    return (double) covered / engine.size();
+  /** The engine requests ({@code llm_request} spans), what {@link #generationCoverage()} is computed over. */
+  public List<SpanRecord> engineRequests() {
+    return spans.stream().filter(s -> s.name().equals(SpanNames.LLM_REQUEST)).toList();
   }
 
-  /** Worker-process spans connected to a step root / worker-process spans (1.0 when there are none). */
-  public double connectedness() {
+  /**
+   * Engine requests with an {@code rl.vllm.generate} ancestor / engine requests; empty when there are no engine
+   * requests (nothing was measured).
+   */
+  public OptionalDouble generationCoverage() {
+    List<SpanRecord> engine = engineRequests();
+    if (engine.isEmpty()) {
+      return OptionalDouble.empty();
+    }
+    long covered = engine.stream().filter(s -> hasAncestor(s, a -> a.name().equals(SpanNames.VLLM_GENERATE))).count();
+    return OptionalDouble.of((double) covered / engine.size());
+  }
+
+  /**
+   * Worker-process spans connected to a step root / worker-process spans; empty when there are no worker-process
+   * spans (nothing was measured).
+   */
+  public OptionalDouble connectedness() {
     List<SpanRecord> worker = workerSpans();
     if (worker.isEmpty()) {
-      return 1.0;
+      return OptionalDouble.empty();
     }
-    return (double) worker.stream().filter(this::connected).count() / worker.size();
+    return OptionalDouble.of((double) worker.stream().filter(this::connected).count() / worker.size());
   }
 
   /** Spans from worker processes: every role but the driver's and the job submitter's. */
@@ -55,7 +71,10 @@ public final class TraceQuality {
     return spans.stream().filter(s -> !s.role().equals("driver") && !s.role().equals("submitter")).toList();
   }
 
-  /** The worker-process spans that do not reach a step root. */
+  /**
+   * The worker-process spans that do not reach a step root. An empty list says nothing unless
+   * {@link #workerSpans()} is not: check {@link #connectedness()} or that count too.
+   */
   public List<SpanRecord> disconnected() {
     return workerSpans().stream().filter(s -> !connected(s)).toList();
   }

@@ -1,0 +1,57 @@
+package dev.ravel.telemetry.traces;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class TraceQualityTest {
+  private static final String TRACE = "0".repeat(31) + "1";
+
+  private static SpanRecord span(int id, int parent, String name, String role) {
+    return new SpanRecord(TRACE, String.format("%016x", id), parent == 0 ? "" : String.format("%016x", parent), name,
+        1, 0, 1, 0, "", Map.of(), Map.of("rl.process.role", role), List.of(), List.of(), "test");
+  }
+
+  @Test
+  void figures_noSpansToMeasure_areEmptyNotComplete() {
+    // a run whose workers exported nothing: only the driver's step
+    TraceQuality q = TraceQuality.of(List.of(span(1, 0, "rl.grpo.step", "driver")));
+
+    assertThat(q.engineRequests()).isEmpty();
+    assertThat(q.workerSpans()).isEmpty();
+    assertThat(q.generationCoverage()).isEmpty();
+    assertThat(q.connectedness()).isEmpty();
+    assertThat(q.disconnected()).isEmpty();
+  }
+
+  @Test
+  void figures_everySpanInPlace_areOne() {
+    TraceQuality q = TraceQuality.of(List.of(
+        span(1, 0, "rl.grpo.step", "driver"),
+        span(2, 1, "rl.vllm.generate", "driver"),
+        span(3, 2, "rl.worker.generate", "generation_worker"),
+        span(4, 3, "llm_request", "generation_worker")));
+
+    assertThat(q.engineRequests()).hasSize(1);
+    assertThat(q.workerSpans()).hasSize(2);
+    assertThat(q.generationCoverage()).hasValue(1.0);
+    assertThat(q.connectedness()).hasValue(1.0);
+  }
+
+  @Test
+  void figures_aRequestOutsideAnyGenerateCallAndAMissingParent_countAgainstEach() {
+    TraceQuality q = TraceQuality.of(List.of(
+        span(1, 0, "rl.grpo.step", "driver"),
+        span(2, 1, "rl.vllm.generate", "driver"),
+        span(3, 2, "rl.worker.generate", "generation_worker"),
+        span(4, 3, "llm_request", "generation_worker"),
+        span(5, 1, "llm_request", "generation_worker"), // in the step, under no generate call
+        span(6, 99, "rl.trainer.train", "trainer"))); // its parent was never exported
+
+    assertThat(q.generationCoverage()).hasValue(0.5);
+    assertThat(q.connectedness()).hasValue(3.0 / 4);
+    assertThat(q.disconnected()).extracting(SpanRecord::name).containsExactly("rl.trainer.train");
+  }
+}
