@@ -226,13 +226,13 @@ public final class Keys {
       oneOf("runtime", RUNTIMES), "`java` or `python` (the same as `trainer.runtime`)");
   /** {@code generation.engine}. */
   public static final Key<String> ENGINE = key("generation", "engine", STRING, "transformers",
-      oneOf("engine", PythonWorkers.ENGINES), "the Python workers' engine: `transformers` or `vllm`");
+      oneOf("engine", PythonWorkers.ENGINES), "the Python workers' engine: `transformers` or `vllm` (untested: it has never run)");
   /** {@code generation.num_gpus}. */
   public static final Key<Double> GENERATION_NUM_GPUS = key("generation", "num_gpus", NUMBER, 0.0, in(0, 1024, true),
       "GPUs per generation worker (Ray's `GPU` resource)");
   /** {@code generation.device}. */
   public static final Key<String> GENERATION_DEVICE = key("generation", "device", STRING, "auto",
-      oneOf("device", PythonWorkers.DEVICES), "`auto` (CUDA when the actor sees a GPU), `cpu` or `cuda`");
+      oneOf("device", PythonWorkers.DEVICES), "`auto` (CUDA when the actor sees a GPU), `cpu` or `cuda` (CUDA untested: no test has run on a GPU)");
   /** {@code generation.ignore_eos}. */
   public static final Key<Boolean> IGNORE_EOS = key("generation", "ignore_eos", BOOLEAN, false, any(),
       "every completion runs to `grpo.max_new_tokens` (vLLM's `ignore_eos`: the same work whatever is learnt)");
@@ -251,7 +251,7 @@ public final class Keys {
           + " that declare it); the replay buffer and the collector, which are not restarted either, go with it");
   /** {@code trainer.workers}. */
   public static final Key<Integer> TRAINER_WORKERS = key("trainer", "workers", INTEGER, 1, atLeast(1),
-      "Python trainer ranks that take each update together with torch.distributed (`gloo` on CPU, `nccl` on CUDA),"
+      "Python trainer ranks that take each update together with torch.distributed (`gloo` on CPU, `nccl` on CUDA: untested),"
           + " each on its shard of the batch, the gradients summed: the update equals one trainer's; rank 0 publishes"
           + " the weights and writes the checkpoints; place them with `trainer.placement`");
   /** {@code trainer.placement}. */
@@ -313,7 +313,7 @@ public final class Keys {
   /** {@code model.dtype}. */
   public static final Key<String> DTYPE = key("model", "dtype", STRING, "auto",
       oneOf("dtype", List.of("auto", "float32", "bfloat16", "float16")),
-      "`model.path`'s dtype: `auto` (bfloat16 on CUDA, float32 on the CPU), `float32`, `bfloat16` or `float16`");
+      "`model.path`'s dtype: `auto` (bfloat16 on CUDA, untested; float32 on the CPU), `float32`, `bfloat16` or `float16`");
 
   // ---- data ----
 
