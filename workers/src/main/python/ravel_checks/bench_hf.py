@@ -376,8 +376,9 @@ def run(s: Settings) -> dict[str, Any]:
         "settings": {**asdict(s), "model": s.model or f"tests/hf_fixture.py (hidden {s.hidden}, layers {s.layers},"
                                                       f" heads {s.heads})",
                      "vocab_size": model["vocab_size"], "parameters": params, "prompt_tokens": len(prompts[0]),
-                     "completions": n, "kl_beta": grpo.kl_beta, "telemetry": ("as a run: per_step, file exporter, engine spans off"
-                                                   if s.telemetry == "run" else "disabled (no spans)"),
+                     "completions": n, "kl_beta": grpo.kl_beta,
+                     "telemetry": ("as a run: per_step, file exporter, engine spans off" if s.telemetry == "run"
+                                   else "disabled (no spans)"),
                      "spans_exported": spans,
                      "ravel_clock": "arguments encoded, the wire call, the answer decoded",
                      "baseline_logprobs": "output_logits=True, log_softmax gathered at the sampled tokens"},

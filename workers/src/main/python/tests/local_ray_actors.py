@@ -15,8 +15,9 @@ from pathlib import Path
 
 import ray
 
-import ray_child
 from ravel_workers import actors
+
+import ray_child
 from support import answer, carrier, request, trainer_spec, worker_spec
 
 #: A hang guard: a loaded machine starts two actors that import PyTorch in minutes.
