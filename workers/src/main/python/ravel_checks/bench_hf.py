@@ -4,9 +4,19 @@ Issue 26's benchmark (docs/benchmarks.md). Both sides run in this process, on th
 ``torch.set_num_threads``, the same Hugging Face checkpoint (``--model``; by default the test fixture of
 ``tests/hf_fixture.py``, a WordLevel tokenizer and a random Qwen2, built into a temporary folder at the width
 ``--hidden``/``--layers``/``--heads``) and the same inputs. No Ray: the actor classes are used directly, through
-the wire methods the Java driver calls (``method(carrier, json_args) -> bytes``; the request JSON is made before
-the clock starts, the result bytes are decoded after it stops), with telemetry off
-(``ProcessTelemetry.disabled``: no spans are opened).
+the wire methods the Java driver calls (``method(carrier, json_args) -> bytes``), as a run uses them:
+
+* the Ravel side's clock includes encoding the call's arguments (the requests, or the batch, as JSON: in a run the
+  Java driver encodes them), the call itself (decoding the arguments, the work, encoding the answer) and decoding
+  the answer (the results' binary form, or the outcome's JSON: in a run the driver decodes it); Ray's transport of
+  the bytes is not in it (``bench-calls`` measures an actor call);
+* telemetry is as a run has it (``--telemetry run``, the default): Ravel's worker environment with the preset
+  ``per_step``, spans written to a file under a temporary runs folder (the ``file`` exporter, as
+  ``examples/grpo-hf.yaml``), engine spans off, and a carrier holding a sampled trace context, as the driver's
+  step span sends it, so every call opens its worker span (``rl.worker.generate``, ``rl.trainer.train``);
+  ``--telemetry off`` runs with ``ProcessTelemetry.disabled`` (no spans), the Python side alone;
+* the baseline's clock includes its own work only: ``model.generate`` and the log-probs (tokens and log-probs as
+  tensors), or the training step on tensors made from the batch inside the clock; no telemetry.
 
 Generation: ``--prompts`` arithmetic prompts ``"a+b="`` x ``--group-size`` samples, temperature 1, top-p 1,
 exactly ``--max-new-tokens`` new tokens each (``ignore_eos`` on the worker; no EOS token on the baseline), through
@@ -56,6 +66,11 @@ from ravel_workers.wire import results as result_wire
 
 #: The carrier of a call with no trace context, as the Java driver sends one with telemetry off.
 CARRIER = json.dumps({"traceparent": "", "tracestate": "", "baggage": ""})
+#: The carrier of a call under a sampled step span, as the Java driver sends one with telemetry on.
+TRACED_CARRIER = json.dumps({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                             "tracestate": "", "baggage": ""})
+#: ``--telemetry``: as a run has it (``per_step``, file exporter), or off.
+TELEMETRY = ("run", "off")
 #: tests/hf_fixture.py, beside this package in the source tree.
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "hf_fixture.py"
 
@@ -78,6 +93,7 @@ class Settings:
     device: str = "cpu"
     lr: float = 1e-3
     seed: int = 7
+    telemetry: str = "run"
 
 
 @dataclass(frozen=True)
@@ -272,6 +288,18 @@ def _rounds(rounds: int, ravel: Callable[[int], Timed], plain: Callable[[int], T
             "rounds": rows}
 
 
+def telemetry_of(mode: str, role: str, runs_dir: Path) -> ProcessTelemetry:
+    """The Ravel side's telemetry under ``--telemetry``: a run's (module docstring), or off."""
+    if mode == "off":
+        return ProcessTelemetry.disabled(role)
+    if mode != "run":
+        raise ValueError(f"--telemetry: expected one of {', '.join(TELEMETRY)}, got {mode!r}")
+    return ProcessTelemetry.from_env(role, {"RAVEL_TELEMETRY_RUN_ID": "bench-hf", "RAVEL_TELEMETRY_ENABLED": "true",
+                                            "RAVEL_TELEMETRY_PRESET": "per_step", "RAVEL_TELEMETRY_EXPORTER": "file",
+                                            "RAVEL_TELEMETRY_ENGINE_TRACING": "false",
+                                            "RAVEL_TELEMETRY_RUNS_DIR": str(runs_dir)})
+
+
 def run(s: Settings) -> dict[str, Any]:
     """Both benchmarks under ``s``; the report (module docstring)."""
     import transformers
@@ -288,13 +316,16 @@ def run(s: Settings) -> dict[str, Any]:
         model = model_config(path, "float32")
         prompts = prompt_ids(tokenizer, s.prompts)
         n = s.prompts * s.group_size
+        runs_dir = Path(tmp) / "runs"
+        worker_telemetry = telemetry_of(s.telemetry, "generation_worker", runs_dir)
+        trainer_telemetry = telemetry_of(s.telemetry, "policy_trainer", runs_dir)
+        carrier = CARRIER if s.telemetry == "off" else TRACED_CARRIER
         worker = GenerationWorkerImpl(
             {"model": model, "seed": s.seed, "eos_token": int(tokenizer.eos_token_id), "model_name": "bench",
-             "engine": "transformers", "max_running_requests": n, "device": s.device},
-            telemetry=ProcessTelemetry.disabled("generation_worker"))
+             "engine": "transformers", "max_running_requests": n, "device": s.device}, telemetry=worker_telemetry)
         grpo = GrpoSettings(group_size=s.group_size, learning_rate=s.lr, max_new_tokens=s.max_new_tokens)
         trainer = PolicyTrainerImpl({"model": model, "seed": s.seed, "device": s.device, "grpo": grpo.to_wire()},
-                                    telemetry=ProcessTelemetry.disabled("policy_trainer"))
+                                    telemetry=trainer_telemetry)
         plain_generate = PlainGenerate(path, device, prompts, s.group_size, s.max_new_tokens,
                                        int(tokenizer.pad_token_id))
         plain_trainer = PlainTrainer(path, device, s.lr, grpo.kl_beta, grpo.clip_epsilon_low, grpo.max_grad_norm)
@@ -303,12 +334,15 @@ def run(s: Settings) -> dict[str, Any]:
         try:
             last: list[dict[str, Any]] = []
 
-            def worker_round(r: int) -> Timed:
+            def worker_call(r: int) -> list[dict[str, Any]]:
                 args = json.dumps([requests(prompts, s.group_size, s.max_new_tokens, s.seed + 1000 + r)])
-                seconds, raw = _timed(device, lambda: generate(CARRIER, args))
+                raw = generate(carrier, args)
                 # a generate call's answer is its results' binary form (what Java reads), as their JSON dicts here
-                results = ([x.to_wire() for x in result_wire.decode_results(raw)]
-                           if raw.startswith(result_wire.MAGIC) else json.loads(raw))
+                return ([x.to_wire() for x in result_wire.decode_results(raw)]
+                        if raw.startswith(result_wire.MAGIC) else cast(list[dict[str, Any]], json.loads(raw)))
+
+            def worker_round(r: int) -> Timed:
+                seconds, results = _timed(device, lambda: worker_call(r))
                 errors = [x["error"] for x in results if x["finish_reason"] == "error"]
                 if errors:
                     raise RuntimeError(f"the worker failed {len(errors)} request(s): {errors[0]}")
@@ -321,11 +355,10 @@ def run(s: Settings) -> dict[str, Any]:
 
             generation = _rounds(s.rounds, worker_round, generate_round)
             batch = trajectories(last, s.group_size)
-            batch_args = json.dumps([batch])
 
             def trainer_round(_: int) -> Timed:
-                seconds, raw = _timed(device, lambda: train(CARRIER, batch_args))
-                return Timed(seconds, int(json.loads(raw)["tokens"]))
+                seconds, outcome = _timed(device, lambda: json.loads(train(carrier, json.dumps([batch]))))
+                return Timed(seconds, int(outcome["tokens"]))
 
             def plain_round(_: int) -> Timed:
                 seconds, _loss = _timed(device, lambda: plain_trainer.step(batch, s.group_size))
@@ -334,12 +367,20 @@ def run(s: Settings) -> dict[str, Any]:
             training = _rounds(s.rounds, trainer_round, plain_round)
         finally:
             worker.close()
+            spans = 0
+            for t in (worker_telemetry, trainer_telemetry):
+                t.shutdown()
+                spans += t.stats().exported
     return {
         "generation": generation, "training": training,
         "settings": {**asdict(s), "model": s.model or f"tests/hf_fixture.py (hidden {s.hidden}, layers {s.layers},"
                                                       f" heads {s.heads})",
                      "vocab_size": model["vocab_size"], "parameters": params, "prompt_tokens": len(prompts[0]),
-                     "completions": n, "kl_beta": grpo.kl_beta, "telemetry": "disabled (no spans)",
+                     "completions": n, "kl_beta": grpo.kl_beta,
+                     "telemetry": ("as a run: per_step, file exporter, engine spans off" if s.telemetry == "run"
+                                   else "disabled (no spans)"),
+                     "spans_exported": spans,
+                     "ravel_clock": "arguments encoded, the wire call, the answer decoded",
                      "baseline_logprobs": "output_logits=True, log_softmax gathered at the sampled tokens"},
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "transformers": transformers.__version__},
@@ -365,13 +406,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default=d.device, help=f"cpu or cuda (default {d.device})")
     p.add_argument("--lr", type=float, default=d.lr, help=f"the learning rate of both trainers (default {d.lr})")
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--telemetry", choices=TELEMETRY, default=d.telemetry,
+                   help="the Ravel side's telemetry: as a run has it (per_step, spans to a file) or off (default run)")
     p.add_argument("--json", default="", help="also write the report to this file")
     a = p.parse_args(argv)
     if a.rounds < 1 or a.prompts < 1 or a.group_size < 2 or a.max_new_tokens < 1:
         p.error("--rounds, --prompts and --max-new-tokens must be >= 1, --group-size >= 2")
     settings = Settings(model=a.model, hidden=a.hidden, layers=a.layers, heads=a.heads, prompts=a.prompts,
                         group_size=a.group_size, max_new_tokens=a.max_new_tokens, rounds=a.rounds,
-                        threads=a.threads, device=a.device, lr=a.lr, seed=a.seed)
+                        threads=a.threads, device=a.device, lr=a.lr, seed=a.seed, telemetry=a.telemetry)
     report = run(settings)
     text = json.dumps(report, indent=2)
     if a.json:

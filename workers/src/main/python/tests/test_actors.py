@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,7 +19,8 @@ from ravel_workers.actors import GenerationWorkerImpl, PolicyTrainerImpl
 from ravel_workers.weights import Weights
 from ravel_workers.wire import ModelConfig
 
-from support import TINY_MODEL, TRACEPARENT, answer, call, carrier, request, spans_of, trainer_spec, worker_spec
+import ray_child
+from support import TINY_MODEL, TRACEPARENT, call, carrier, request, spans_of, trainer_spec, worker_spec
 
 
 @pytest.fixture
@@ -206,43 +210,65 @@ def test_remote_classes_exist():
 
 
 @pytest.mark.ray
-def test_under_a_local_ray_cluster(tmp_path, monkeypatch):
-    ray = pytest.importorskip("ray")
-    # a local ray.init() would otherwise switch on token auth and write ~/.ray/auth_token, which every later
-    # `ray start` of this user then picks up; this test's cluster is on loopback and gone when it ends
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    ray_dir = tempfile.mkdtemp(prefix="rv-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
+def test_under_a_local_ray_cluster(tmp_path):
+    # Ray runs in a child process (tests/local_ray_actors.py): a Ray that cannot start, or whose GCS is stopped,
+    # fails this test with Ray's own log instead of ending the pytest process; it is never a skip
+    ray_dir = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))  # Ray's socket paths must stay under 108 bytes
+    out = tmp_path / "answers.json"
     try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-                 _temp_dir=ray_dir, log_to_driver=False,
-                 runtime_env={"env_vars": {"RAVEL_TELEMETRY_RUN_ID": "ray-test", "RAVEL_TELEMETRY_EXPORTER": "file",
-                                           "RAVEL_TELEMETRY_RUNS_DIR": str(tmp_path / "runs"),
-                                           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"Ray could not start here: {e}")
-    try:
-        w = actors.GenerationWorker.options(max_concurrency=4, num_cpus=0).remote(json.dumps(worker_spec()))
-        t = actors.PolicyTrainer.options(num_cpus=0).remote(json.dumps(trainer_spec()))
-        c = carrier()
-        # the bounds are hang guards: a loaded machine starts two actors that import PyTorch in minutes
-        futures = [w.generate_async.remote(c, json.dumps([[request(f"r{i}", [1, 10, i % 5, 12], seed=i)]]))
-                   for i in range(8)]
-        results = [r for chunk in ray.get(futures, timeout=600) for r in answer(chunk)]
-        assert sorted(r["request_id"] for r in results) == [f"r{i}" for i in range(8)]
-        blob_ref = t.weights.remote(c, "[]")
-        assert json.loads(ray.get(w.update_weights.remote(c, json.dumps([{"$ref": 0}]), blob_ref), timeout=600)) == 0
-        stats = json.loads(ray.get(w.flush_telemetry.remote(c, "[60000]"), timeout=600))  # the flush returns when done
+        ray_child.run(["tests/local_ray_actors.py", str(ray_dir), str(tmp_path / "runs"), str(out)], ray_dir=ray_dir,
+                      env=ray_child.child_env(tmp_path), cwd=Path(__file__).resolve().parents[1], timeout_s=1800)
+        answers = json.loads(out.read_text(encoding="utf-8"))
+        assert answers["request_ids"] == [f"r{i}" for i in range(8)]
+        assert answers["version"] == 0
         # 8 generate_async, update_weights and its refit stage rl.refit.load
-        assert stats["ended"] == 10 and stats["exported"] == 10
+        assert answers["stats"]["ended"] == 10 and answers["stats"]["exported"] == 10
         files = list((tmp_path / "runs" / "ray-test").glob("traces-generation_worker-*.jsonl"))
         resource = json.loads(files[0].read_text().splitlines()[0])["resourceSpans"][0]["resource"]["attributes"]
         values = {a["key"]: a["value"].get("stringValue") for a in resource}
         assert {"ray.job.id", "ray.actor.id", "ray.node.id", "rl.process.role", "host.name"} <= values.keys()
-        assert values["ray.node.ip"] == ray.util.get_node_ip_address()  # the node the actor ran on
+        assert values["ray.node.ip"] == answers["node_ip"]  # the node the actor ran on
     finally:
-        ray.shutdown()
         shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+def test_a_failing_ray_child_fails_the_test_with_its_output_and_rays_log(tmp_path):
+    ray_dir = tmp_path / "ray"
+    logs = ray_dir / "session_latest" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "gcs_server.err").write_text("early line\nGCS: could not bind its port\n", encoding="utf-8")
+    script = tmp_path / "child.py"
+    script.write_text("import sys\nprint('starting Ray')\nsys.exit(3)\n", encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        ray_child.run([str(script)], ray_dir=ray_dir, env=ray_child.child_env(tmp_path), cwd=tmp_path, timeout_s=600)
+    text = str(failed.value)
+    assert "exited with status 3" in text and "starting Ray" in text
+    assert "gcs_server.err" in text and "GCS: could not bind its port" in text
+
+
+def test_a_hung_ray_child_is_killed_by_its_pid_and_fails_the_test(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text("import time\nprint('hanging', flush=True)\ntime.sleep(3600)\n", encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        ray_child.run([str(script)], ray_dir=tmp_path / "ray", env=ray_child.child_env(tmp_path), cwd=tmp_path,
+                      timeout_s=1)
+    assert "still running after 1 s" in str(failed.value) and "no Ray log under" in str(failed.value)
+
+
+def test_a_recorded_process_is_signalled_only_while_its_pid_still_names_it(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    try:
+        started = ray_child.start_time(proc.pid)
+        assert started is not None
+        assert not ray_child.signal_if_same(proc.pid, str(int(started) + 1), signal.SIGKILL)  # another process
+        assert proc.poll() is None
+        (tmp_path / ray_child.PIDS).write_text(json.dumps([[proc.pid, started]]), encoding="utf-8")
+        assert ray_child.stop_leftovers(tmp_path) == [proc.pid]
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_vllm_engine_needs_vllm(make_telemetry):

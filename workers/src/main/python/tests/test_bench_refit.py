@@ -1,35 +1,74 @@
-"""``python -m ravel_checks.bench_refit`` runs end to end on a tiny model (no timing is asserted)."""
+"""``python -m ravel_checks.bench_refit`` runs end to end on a tiny model and proves its transfers moved the
+weights (the receivers' digests); no timing is asserted."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from ravel_checks import bench_refit
 from ravel_workers import policy
 from ravel_workers.wire import ModelConfig
 
+import ray_child
+
 
 @pytest.mark.ray
-def test_the_benchmark_moves_the_state_dicts_bytes_every_way(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))  # whatever Ray writes under ~ stays in the test's folder
+def test_the_worker_ends_up_holding_the_trainers_weights_and_every_side_is_reported(tmp_path: Path) -> None:
+    # the benchmark's Ray runs in a child process (tests/ray_child.py): a Ray that cannot start fails the test
     out = tmp_path / "report.json"
-    report = bench_refit.main(["--hidden", "32", "--layers", "1", "--heads", "2", "--rounds", "2", "--json", str(out)])
+    ray_dir = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))  # Ray's socket paths must stay under 108 bytes
+    try:
+        ray_child.run(["-m", "ravel_checks.bench_refit", "--hidden", "32", "--layers", "1", "--heads", "2", "--rounds",
+                       "2", "--temp-dir", str(ray_dir), "--json", str(out)], ray_dir=ray_dir,
+                      env=ray_child.child_env(tmp_path), cwd=Path(__file__).resolve().parents[1], timeout_s=1800)
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    d = report["digests"]
+    # asked of the actors themselves after the rounds: the worker started from other weights and now holds the
+    # trainer's, and each plain receiver holds the state dict it was sent
+    assert d["worker"] == d["trainer"] and d["worker_before"] != d["trainer"]
+    assert d["ray_numpy"] == d["ray"] == d["sent"]
+    assert all(len(v) == 64 for v in d.values())
     model = {"family": "gpt2", "vocab_size": 16, "layers": 1, "hidden": 32, "heads": 2, "max_positions": 16}
-    expected = bench_refit.state_bytes(policy.state_dict_cpu(policy.build_model(ModelConfig.from_wire(model), 7)))
-    assert report["bytes"] == expected
-    assert json.loads(out.read_text(encoding="utf-8"))["bytes"] == expected
-    for side in ("ravel", "ray", "torch"):
+    built = policy.build_model(ModelConfig.from_wire(model), 7)
+    assert report["bytes"] == bench_refit.state_bytes(policy.state_dict_cpu(built))
+    for side in ("ravel", "ray_numpy", "ray", "torch", "memcpy"):
         assert len(report["gb_per_s"][side]) == 2 and all(x > 0 for x in report["gb_per_s"][side])
-    r = report["ravel_over_ray"]
-    assert set(r) == {"value", "ci95", "per_round", "median", "fastest"}
-    assert len(r["per_round"]) == 2 and r["median"] > 0 and r["fastest"] > 0
-    assert r["value"] == pytest.approx(sum(r["per_round"]) / 2)
-    low, high = r["ci95"]
-    assert low <= r["value"] <= high
-    assert json.loads(out.read_text(encoding="utf-8"))["ravel_over_ray"]["per_round"] == r["per_round"]
+    for key in ("ravel_over_ray_numpy", "ravel_over_memcpy", "ravel_over_ray"):
+        r = report[key]
+        assert set(r) == {"value", "ci95", "per_round", "median", "fastest"}
+        assert len(r["per_round"]) == 2 and r["median"] > 0 and r["fastest"] > 0
+        assert r["value"] == pytest.approx(sum(r["per_round"]) / 2)
+        low, high = r["ci95"]
+        assert low <= r["value"] <= high
+
+
+def test_digests_that_do_not_match_are_an_error() -> None:
+    good = {"sent": "a", "trainer": "b", "worker_before": "c", "worker": "b", "ray_numpy": "a", "ray": "a"}
+    bench_refit.check_digests(good)
+    with pytest.raises(RuntimeError, match="worker holds c.*expected b"):
+        bench_refit.check_digests({**good, "worker": "c"})
+    with pytest.raises(RuntimeError, match="ray_numpy holds"):
+        bench_refit.check_digests({**good, "ray_numpy": "x"})
+    with pytest.raises(RuntimeError, match="before any refit"):
+        bench_refit.check_digests({**good, "worker_before": "b"})
+
+
+def test_tied_tensors_are_one_array_so_their_bytes_are_sent_once() -> None:
+    shared, other = torch.arange(6, dtype=torch.float32).view(2, 3), torch.ones(4)
+    state = {"wte.weight": shared, "lm_head.weight": shared, "ln.bias": other}
+    arrays = bench_refit.as_arrays(state)
+    assert list(arrays) == list(state)
+    assert all(torch.equal(torch.from_numpy(arrays[k]), v) for k, v in state.items())
+    assert arrays["lm_head.weight"] is arrays["wte.weight"] and arrays["ln.bias"] is not arrays["wte.weight"]
+    assert arrays["wte.weight"].ctypes.data == shared.data_ptr()  # the tensor's memory, not a copy
 
 
 def test_the_ratios_summary_is_a_mean_with_a_student_t_interval() -> None:

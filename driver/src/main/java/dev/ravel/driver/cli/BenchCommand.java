@@ -73,6 +73,11 @@ final class BenchCommand implements Callable<Integer> {
       + " (default all): " + BenchSuite.PART_NAMES + ".")
   List<String> parts = new ArrayList<>();
 
+  @Option(names = "--into", paramLabel = "JSON", description = "With --suite: merge the parts run into this earlier"
+      + " suite's JSON (its other parts kept; the merged parts noted with when and on which commit they ran) and"
+      + " write it back; --docs then renders the merged report.")
+  Path into;
+
   @picocli.CommandLine.Spec
   picocli.CommandLine.Model.CommandSpec spec;
 
@@ -113,6 +118,9 @@ final class BenchCommand implements Callable<Integer> {
       }
       return 0;
     }
+    if (into != null && !suite) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--into goes with --suite");
+    }
     if (suite) {
       if (configFile != null) {
         throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--suite takes no CONFIG");
@@ -124,7 +132,23 @@ final class BenchCommand implements Callable<Integer> {
       } catch (IllegalArgumentException e) {
         throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
       }
+      Map<String, Object> base = null;
+      if (into != null) {
+        try {
+          base = BenchSuite.read(into);  // before the suite runs: a wrong --into is told at once
+        } catch (IOException | IllegalArgumentException e) {
+          throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--into: cannot read a bench suite's"
+              + " JSON from " + into + ": " + e.getMessage());
+        }
+      }
       Map<String, Object> report = benchSuite.run(out);
+      if (base != null && benchSuite.failed(report)) {
+        System.out.println("a part failed: nothing merged into " + into);
+      } else if (base != null) {
+        report = BenchSuite.merge(base, report);
+        BenchSuite.write(into, report);
+        System.out.println("merged the parts run into " + into.toAbsolutePath());
+      }
       String table = BenchSuite.table(report);
       System.out.println();
       System.out.print(table);

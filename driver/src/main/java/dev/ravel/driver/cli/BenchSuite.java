@@ -71,8 +71,13 @@ final class BenchSuite {
           true, 1.10, STEPS, "hf", List.of("ratios", "hop")),
       new Target("engine.hf", "`llm_request` extent / `rl.worker.generate`, Python workers (HF fixture)",
           false, 0.90, STEPS, "hf", List.of("ratios", "engine_share")),
-      new Target("refit", "Python refit / plain `ray.put` + `ray.get` + `load_state_dict`, GB/s", false, 0.80, PAIRED,
-          "refit", List.of("ratios", "ravel_over_ray")),
+      new Target("refit.plain", "Python refit / the best plain Ray path (NumPy arrays out of band, zero-copy `ray.get`,"
+          + " `load_state_dict`), GB/s", false, 0.80, PAIRED, "refit", List.of("ratios", "ravel_over_ray_numpy")),
+      new Target("refit.memcpy", "Python refit / one `memcpy` of the same bytes (memory bandwidth; the refit copies"
+          + " them 3 times), GB/s", false, 0.25, PAIRED, "refit", List.of("ratios", "ravel_over_memcpy")),
+      new Target("refit", "Python refit / plain `ray.put` of the state dict pickled in band + `ray.get` +"
+          + " `load_state_dict`, GB/s (favourable by construction)", false, 0.80, PAIRED, "refit",
+          List.of("ratios", "ravel_over_ray")),
       new Target("async.busy", "async step time / max(generation busy, training busy), bench workload", true, 1.10,
           PAIRED, "java", List.of("ratios", "async_over_max_busy")),
       new Target("async.sync", "async / sync step time, bench workload", true, 0.85, PAIRED, "java",
@@ -213,8 +218,7 @@ final class BenchSuite {
             "--layers", "6", "--heads", "8", "--rounds", String.valueOf(2 * rounds)));
         @SuppressWarnings("unchecked")
         Map<String, List<Number>> gbps = (Map<String, List<Number>>) r.get("gb_per_s");
-        r.put("ratios", Map.of("ravel_over_ray", BenchStats.ratio(doubles(gbps.get("ravel")),
-            doubles(gbps.get("ray"))).json()));
+        r.put("ratios", refitRatios(gbps));
         yield r;
       }
       case "jmh" -> jmh();
@@ -312,6 +316,17 @@ final class BenchSuite {
     }
   }
 
+  /** The refit's ratios: Ravel's GB/s over each other side's, paired by round (a side the report lacks left out). */
+  static Map<String, Object> refitRatios(Map<String, List<Number>> gbps) {
+    Map<String, Object> ratios = new LinkedHashMap<>();
+    for (String side : List.of("ray_numpy", "memcpy", "ray")) {
+      if (gbps.get(side) != null) {
+        ratios.put("ravel_over_" + side, BenchStats.ratio(doubles(gbps.get("ravel")), doubles(gbps.get(side))).json());
+      }
+    }
+    return ratios;
+  }
+
   private static List<Double> numbers(List<Map<String, Object>> rows, String key) {
     return rows.stream().map(r -> ((Number) r.get(key)).doubleValue()).toList();
   }
@@ -338,30 +353,57 @@ final class BenchSuite {
         o.put("ci95", r.get("ci95"));
         o.put("n", r.get("per_round") instanceof List<?> l ? l.size() : 0);
         o.put("met", t.met(v.doubleValue()));
+        boolean spans = false;
         if (r.get("ci95") instanceof List<?> ci && ci.size() == 2 && ci.get(0) instanceof Number lo
             && ci.get(1) instanceof Number hi) {
-          // the interval reaches across the bound: the verdict is the point value's, the noise could turn it
-          o.put("interval_spans_target", t.met(lo.doubleValue()) != t.met(hi.doubleValue()));
+          // the interval reaches across the bound: the noise could turn the point value's verdict
+          spans = t.met(lo.doubleValue()) != t.met(hi.doubleValue());
+          o.put("interval_spans_target", spans);
         }
+        o.put("verdict", verdict(t.met(v.doubleValue()), spans));
       } else {
         Object part = parts.get(t.part());
         o.put("value", null);
         o.put("why", part == null ? "part not run" : part instanceof Map<?, ?> m && m.containsKey("error")
-            ? "part failed" : "no value (no spans of that kind?)");
+            ? "part failed" : "no value in the part's report (no spans of that kind, or a report from before this"
+            + " measure)");
       }
       out.add(o);
     }
     return out;
   }
 
+  /**
+   * A measured target's verdict: {@code met} or {@code not met} when the 95% interval lies on one side of the bound,
+   * {@code not shown} when it spans the bound (the measurement cannot tell which side the value is on).
+   */
+  static String verdict(boolean met, boolean intervalSpansTarget) {
+    return intervalSpansTarget ? NOT_SHOWN : met ? "met" : "not met";
+  }
+
+  static final String NOT_SHOWN = "not shown";
+
   /** The markdown targets table of a suite report (with the command and when, where, which commit). */
   static String table(Map<String, Object> report) {
     StringBuilder b = new StringBuilder();
     @SuppressWarnings("unchecked")
     Map<String, Object> machine = (Map<String, Object>) report.getOrDefault("machine", Map.of());
-    b.append(String.format("From one `bin/ravel bench --suite` (%s rounds; %s, commit %s; %s cores, Java %s, Ray %s;"
-            + " %.0f s):%n%n", report.get("rounds"), report.get("when"), report.get("commit"), machine.get("cores"),
-        machine.get("java"), machine.get("ray"), ((Number) report.getOrDefault("seconds", 0)).doubleValue()));
+    b.append(String.format("From one `bin/ravel bench --suite` (%s)", provenance(report, machine)));
+    if (report.get("merged") instanceof List<?> merged && !merged.isEmpty()) {
+      for (Object m : merged) {
+        if (m instanceof Map<?, ?> note) {
+          @SuppressWarnings("unchecked")
+          Map<String, Object> n = (Map<String, Object>) note;
+          @SuppressWarnings("unchecked")
+          Map<String, Object> where = (Map<String, Object>) n.getOrDefault("machine", Map.of());
+          String names = String.join(",", ((List<?>) n.getOrDefault("parts", List.of())).stream().map(String::valueOf)
+              .toList());
+          b.append(String.format(", but the rows of part %s from a later `bin/ravel bench --suite --parts %s --into`"
+              + " (%s)", names, names, provenance(n, where)));
+        }
+      }
+    }
+    b.append(String.format(":%n%n"));
     b.append("| measure | target | measured | 95% interval (n) | |\n|---|---|---|---|---|\n");
     @SuppressWarnings("unchecked")
     List<Map<String, Object>> targets = (List<Map<String, Object>>) report.get("targets");
@@ -376,15 +418,67 @@ final class BenchSuite {
       if (v instanceof Number) {
         interval += t.get("n") instanceof Number n && n.intValue() > 0 ? " (" + n + ")" : "";
       }
-      String verdict = v instanceof Number ? (Boolean.TRUE.equals(t.get("met")) ? "met" : "not met")
-          + (Boolean.TRUE.equals(t.get("interval_spans_target")) ? " (the interval spans the target)" : "")
-          : "not measured: " + t.get("why");
+      String verdict = !(v instanceof Number) ? "not measured: " + t.get("why")
+          : verdict(Boolean.TRUE.equals(t.get("met")), Boolean.TRUE.equals(t.get("interval_spans_target")))
+              + (Boolean.TRUE.equals(t.get("interval_spans_target")) ? " (the 95% interval spans the target)" : "");
       b.append("| ").append(t.get("measure")).append(" | ").append(t.get("target")).append(" | ").append(value)
           .append(" | ").append(interval).append(" | ").append(verdict).append(" |\n");
     }
     b.append("\nIntervals: ").append(PAIRED).append(" over the per-round ratios; ").append(STEPS)
-        .append(" for the hop and engine ratios (n = steps); JMH's 99.9% error bars for JMH.\n");
+        .append(" for the hop and engine ratios (n = steps); JMH's 99.9% error bars for JMH. A target is met (or not)"
+            + " only when the whole interval lies on one side of its bound; \"").append(NOT_SHOWN)
+        .append("\" when the interval spans it.\n");
     return b.toString();
+  }
+
+  private static String provenance(Map<String, Object> report, Map<String, Object> machine) {
+    return String.format("%s rounds; %s, commit %s; %s cores, Java %s, Ray %s; %.0f s", report.get("rounds"),
+        report.get("when"), report.get("commit"), machine.get("cores"), machine.get("java"), machine.get("ray"),
+        ((Number) report.getOrDefault("seconds", 0)).doubleValue());
+  }
+
+  /**
+   * {@code base} (a suite's report) with the parts of {@code later} (a suite run with {@code --parts}) in place of
+   * its own; each merge is noted under {@code merged} (the parts, and when, where, on which commit and with how many
+   * rounds they ran), an earlier note losing the parts it no longer describes; the targets judged again.
+   */
+  static Map<String, Object> merge(Map<String, Object> base, Map<String, Object> later) {
+    if (!(base.get("parts") instanceof Map<?, ?> baseParts) || !(later.get("parts") instanceof Map<?, ?> laterParts)) {
+      throw new IllegalArgumentException("merge: both reports must be a bench suite's, with a \"parts\" object");
+    }
+    Map<String, Object> parts = new LinkedHashMap<>();
+    baseParts.forEach((k, v) -> parts.put(String.valueOf(k), v));
+    List<String> names = new ArrayList<>();
+    laterParts.forEach((k, v) -> {
+      parts.put(String.valueOf(k), v);
+      names.add(String.valueOf(k));
+    });
+    List<Object> notes = new ArrayList<>();
+    if (base.get("merged") instanceof List<?> earlier) {
+      for (Object e : earlier) {
+        if (e instanceof Map<?, ?> note && note.get("parts") instanceof List<?> ps) {
+          List<Object> kept = ps.stream().filter(x -> !names.contains(String.valueOf(x))).map(x -> (Object) x)
+              .toList();
+          if (!kept.isEmpty()) {
+            Map<String, Object> n = new LinkedHashMap<>();
+            note.forEach((k, v) -> n.put(String.valueOf(k), v));
+            n.put("parts", kept);
+            notes.add(n);
+          }
+        }
+      }
+    }
+    Map<String, Object> note = new LinkedHashMap<>();
+    note.put("parts", names);
+    for (String k : List.of("when", "commit", "machine", "rounds", "seconds")) {
+      note.put(k, later.get(k));
+    }
+    notes.add(note);
+    Map<String, Object> out = new LinkedHashMap<>(base);
+    out.put("targets", targets(parts));
+    out.put("merged", notes);
+    out.put("parts", parts);
+    return out;
   }
 
   /** Replaces the generated block of {@code docs} (between {@link #BEGIN} and {@link #END}) with {@code table}. */

@@ -31,7 +31,8 @@ class BenchSuiteTest {
     assertThat(byId.get("hop.java")).containsEntry("value", 1.25).containsEntry("met", false).containsEntry("n", 20);
     assertThat(byId.get("engine.java")).containsEntry("value", 0.93).containsEntry("met", true)
         .containsEntry("interval_spans_target", false);
-    assertThat(byId.get("hop.java")).containsEntry("interval_spans_target", true);
+    assertThat(byId.get("hop.java")).containsEntry("interval_spans_target", true).containsEntry("verdict", "not shown");
+    assertThat(byId.get("engine.java")).containsEntry("verdict", "met");
     assertThat(byId.get("refit")).containsEntry("why", "part failed").containsEntry("value", null);
     assertThat(byId.get("calls")).containsEntry("why", "part not run");
     assertThat(byId.get("hop.python")).containsEntry("why", "part not run");
@@ -58,10 +59,84 @@ class BenchSuiteTest {
     String table = BenchSuite.table(report);
 
     assertThat(table).contains("| `RavelActorHandle` call / plain Ray actor call | <= 1.10 | 1.050 | 1.010-1.090 (6) | met |")
-        .contains("commit abc1234").contains("| Python refit / plain `ray.put` + `ray.get` + `load_state_dict`, GB/s"
-            + " | >= 0.80 | - | - | not measured: part not run |");
+        .contains("commit abc1234").contains(" | >= 0.25 | - | - | not measured: part not run |");
     assertThat(table.lines().filter(l -> l.startsWith("| ") && !l.startsWith("| measure"))).hasSize(
         BenchSuite.TARGETS.size());
+  }
+
+  @Test
+  void table_givesNotShownWhereTheIntervalSpansTheBound() {
+    Map<String, Object> report = new LinkedHashMap<>();
+    report.put("targets", BenchSuite.targets(Map.of("calls", Map.of("ratios",
+        Map.of("ravel_over_plain", ratio(1.05, 0.98, 1.12, 6))))));
+
+    String table = BenchSuite.table(report);
+
+    assertThat(table).contains("| `RavelActorHandle` call / plain Ray actor call | <= 1.10 | 1.050 | 0.980-1.120 (6)"
+        + " | not shown (the 95% interval spans the target) |");
+    assertThat(BenchSuite.verdict(true, false)).isEqualTo("met");
+    assertThat(BenchSuite.verdict(false, false)).isEqualTo("not met");
+    assertThat(BenchSuite.verdict(true, true)).isEqualTo("not shown");
+    assertThat(BenchSuite.verdict(false, true)).isEqualTo("not shown");
+  }
+
+  @Test
+  void refitRatios_pairRavelWithEverySideTheReportHas() {
+    Map<String, List<Number>> gbps = new LinkedHashMap<>();
+    gbps.put("ravel", List.of(1.0, 2.0));
+    gbps.put("ray_numpy", List.of(2.0, 2.0));
+    gbps.put("memcpy", List.of(10.0, 10.0));
+    gbps.put("ray", List.of(0.5, 0.5));
+
+    Map<String, Object> r = BenchSuite.refitRatios(gbps);
+
+    assertThat(r).containsOnlyKeys("ravel_over_ray_numpy", "ravel_over_memcpy", "ravel_over_ray");
+    assertThat(r.get("ravel_over_memcpy")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+        .containsEntry("per_round", List.of(0.1, 0.2));
+    assertThat(BenchSuite.refitRatios(Map.of("ravel", List.of(1.0), "ray", List.of(1.0))))
+        .containsOnlyKeys("ravel_over_ray");
+  }
+
+  @Test
+  void merge_replacesTheLaterPartsAndNotesWhenAndWhereTheyRan() {
+    Map<String, Object> base = new LinkedHashMap<>();
+    base.put("when", "2026-12-05T12:00:00Z");
+    base.put("commit", "abc1234");
+    base.put("rounds", 4);
+    base.put("seconds", 600.0);
+    base.put("machine", Map.of("cores", 2, "java", "17", "ray", "2.60.0"));
+    base.put("parts", Map.of("calls", Map.of("ratios", Map.of("ravel_over_plain", ratio(1.05, 1.01, 1.09, 6))),
+        "refit", Map.of("ratios", Map.of("ravel_over_ray", ratio(3.0, 2.0, 4.0, 8)))));
+    Map<String, Object> later = new LinkedHashMap<>();
+    later.put("when", "2026-12-06T09:00:00Z");
+    later.put("commit", "def5678");
+    later.put("rounds", 4);
+    later.put("seconds", 60.0);
+    later.put("machine", Map.of("cores", 2, "java", "17", "ray", "2.60.0"));
+    later.put("parts", Map.of("refit", Map.of("ratios", Map.of("ravel_over_ray_numpy", ratio(0.9, 0.85, 0.95, 8)))));
+
+    Map<String, Object> merged = BenchSuite.merge(base, later);
+
+    assertThat(merged).containsEntry("commit", "abc1234").containsEntry("when", "2026-12-05T12:00:00Z");
+    assertThat(merged.get("merged")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.LIST).singleElement()
+        .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP).containsEntry("parts", List.of("refit"))
+        .containsEntry("commit", "def5678").containsEntry("when", "2026-12-06T09:00:00Z");
+    Map<String, Map<String, Object>> byId = new LinkedHashMap<>();
+    @SuppressWarnings("unchecked")
+    List<Map<String, Object>> targets = (List<Map<String, Object>>) merged.get("targets");
+    targets.forEach(x -> byId.put((String) x.get("id"), x));
+    assertThat(byId.get("refit.plain")).containsEntry("value", 0.9).containsEntry("verdict", "met");
+    assertThat(byId.get("refit")).containsEntry("value", null);  // the earlier refit part is replaced whole
+    assertThat(byId.get("calls")).containsEntry("value", 1.05);
+    assertThat(BenchSuite.table(merged)).contains("commit abc1234").contains(
+        "but the rows of part refit from a later `bin/ravel bench --suite --parts refit --into` (4 rounds;"
+            + " 2026-12-06T09:00:00Z, commit def5678;");
+
+    Map<String, Object> again = BenchSuite.merge(merged, later);
+
+    assertThat(again.get("merged")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.LIST).hasSize(1);
+    assertThatThrownBy(() -> BenchSuite.merge(Map.of(), later)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("\"parts\"");
   }
 
   @Test
