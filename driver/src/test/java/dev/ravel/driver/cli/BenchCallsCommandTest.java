@@ -3,6 +3,8 @@ package dev.ravel.driver.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import picocli.CommandLine;
 
 import org.junit.jupiter.api.Test;
@@ -12,14 +14,20 @@ class BenchCallsCommandTest {
   void cpuNanos_ownProcessCountsBusyWork() {
     long pid = ProcessHandle.current().pid();
     long before = BenchCallsCommand.cpuNanos(pid);
+    // busy until this thread has had 50 ms of CPU by its own count, however long a loaded machine takes to give
+    // it that (60 s of wall time is a hang guard), not for a fixed wall-clock time it may spend descheduled
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long threadBefore = threads.getCurrentThreadCpuTime();
     long x = 0;
-    long end = System.nanoTime() + 300_000_000L;
-    while (System.nanoTime() < end) {
+    long giveUp = System.nanoTime() + 60_000_000_000L;
+    while (threads.getCurrentThreadCpuTime() - threadBefore < 50_000_000L && System.nanoTime() < giveUp) {
       x += Long.numberOfTrailingZeros(x + System.nanoTime());
     }
+    assertThat(threads.getCurrentThreadCpuTime() - threadBefore).as("this thread's CPU ns").isGreaterThanOrEqualTo(
+        50_000_000L);
     assertThat(x).isPositive();
     assertThat(before).isNotNegative();
-    // 300 ms busy on this thread: at least one 10 ms tick more
+    // 50 ms busy on this thread: the process's count has at least one 10 ms tick more
     assertThat(BenchCallsCommand.cpuNanos(pid)).isGreaterThanOrEqualTo(before + 10_000_000L);
   }
 

@@ -51,17 +51,17 @@ class PreflightTest {
   }
 
   @Test
-  void reachableRay_nothingListeningNamesTheKeyAndTheAddressAtOnce() throws Exception {
+  void reachableRay_nothingListeningNamesTheKeyTheAddressAndTheRefusal() throws Exception {
     int port;
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
       port = s.getLocalPort();
     }
     String address = "127.0.0.1:" + port;
-    long t0 = System.nanoTime();
     ConfigException e = catchThrowableOfType(ConfigException.class, () -> Preflight.reachableRay(address, Map.of()));
-    assertThat(System.nanoTime() - t0).isLessThan(Preflight.CONNECT_TIMEOUT_MS * 1_000_000L + 1_000_000_000L);
     assertThat(e.key()).isEqualTo("cluster.address");
-    assertThat(e.getMessage()).contains("no Ray at " + address);
+    // the refusal of its one connect attempt, not a timeout: it answers when the port refuses (no wall-clock
+    // bound here; how fast the check is on a loaded machine is not what this test is about)
+    assertThat(e.getMessage()).contains("no Ray at " + address).containsIgnoringCase("connection refused");
 
     ConfigException env = catchThrowableOfType(ConfigException.class,
         () -> Preflight.reachableRay("", Map.of("RAY_ADDRESS", address)));

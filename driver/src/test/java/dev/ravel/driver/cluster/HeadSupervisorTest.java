@@ -49,7 +49,7 @@ final class HeadSupervisorTest {
     Process supervisor = supervise(driver.pid(), startTimeOf(driver.pid()));
     long head = awaitRecorded("head");
     long child = awaitRecorded("child");
-    Thread.sleep(1000);
+    awaitChecksThatFoundTheDriverAlive(supervisor, 2);
     assertThat(alive(head)).isTrue();
     assertThat(alive(child)).isTrue();
 
@@ -138,6 +138,32 @@ final class HeadSupervisorTest {
       Thread.sleep(50);
     }
     throw new AssertionError("no " + name + " PID recorded within 30 s");
+  }
+
+  /**
+   * Waits until the supervisor has started {@code n} distinct {@code sleep 0.5} children after this call: it
+   * starts one only after a check that found the driver (and the head) alive, so by then it has had at least
+   * one chance to stop the head with the driver alive, and (had it wrongly judged the driver gone) it would
+   * have been stopping the group instead. Polling its children, not a fixed wait, however slowly it runs.
+   */
+  private static void awaitChecksThatFoundTheDriverAlive(Process supervisor, int n) throws InterruptedException {
+    java.util.Set<Long> pauses = new java.util.HashSet<>();
+    java.util.Set<Long> before = new java.util.HashSet<>();
+    supervisor.children().filter(HeadSupervisorTest::pauseBetweenChecks).forEach(c -> before.add(c.pid()));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (pauses.size() < n) {
+      assertThat(System.nanoTime()).as("%d checks of the driver within 60 s", n).isLessThan(deadline);
+      assertThat(supervisor.isAlive()).as("supervisor still running").isTrue();
+      supervisor.children().filter(HeadSupervisorTest::pauseBetweenChecks).map(ProcessHandle::pid)
+          .filter(pid -> !before.contains(pid)).forEach(pauses::add);
+      Thread.sleep(20);
+    }
+  }
+
+  private static boolean pauseBetweenChecks(ProcessHandle p) {
+    ProcessHandle.Info info = p.info();
+    return info.command().map(c -> c.endsWith("/sleep")).orElse(false)
+        && info.arguments().map(a -> List.of(a).equals(List.of("0.5"))).orElse(false);
   }
 
   private static boolean alive(long pid) {

@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class JobsClientTest {
   private FakeDashboard dashboard;
@@ -160,18 +161,16 @@ class JobsClientTest {
   }
 
   @Test
+  @Timeout(60) // a hang guard: it returns at its timeout (0.3 s) instead of following a job that never ends
   void followLogs_jobThatNeverEnds_returnsItsStatusAtTheTimeout() {
     dashboard.on("GET", "/api/jobs/j", 200, details("j", "RUNNING"));
     dashboard.on("GET", "/api/jobs/j/logs", 200, "{\"logs\": \"partial line\"}");
     List<String> lines = new ArrayList<>();
-    long t0 = System.nanoTime();
 
     JobStatus s = client.followLogs("j", lines::add, Duration.ofMillis(300));
 
     assertThat(s).isEqualTo(JobStatus.RUNNING);
     assertThat(lines).containsExactly("partial line");
-    // it returns at its timeout (0.3 s) instead of following a job that never ends; 30 s guards a loaded machine
-    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(30));
   }
 
   @Test

@@ -230,17 +230,24 @@ final class EngineLifecycleTest {
 
   @Test
   void close_withRunningAndWaitingRequests_abortsThemAndStopsTheThread() throws Exception {
-    EmbeddedEngine engine = engine(config().maxRunningRequests(2).build(),
-        FakeModel.of(1).eosLogit(FakeModel.NEVER).delayed(500_000), OpenTelemetry.noop());
+    FakeModel model = FakeModel.of(1).eosLogit(FakeModel.NEVER).delayed(500_000);
+    EmbeddedEngine engine = engine(config().maxRunningRequests(2).build(), model, OpenTelemetry.noop());
     List<CompletableFuture<GenerationResult>> futures = new ArrayList<>();
     for (GenerationRequest r : batch("x", 6, 1_000_000)) {
       futures.add(engine.submit(r));
     }
-    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (engine.snapshot().running() < 2 && System.nanoTime() < deadline) {
       Thread.sleep(2);
     }
-    Thread.sleep(20);
+    assertThat(engine.snapshot().running()).isEqualTo(2);
+    // Once both are running, every forward call is a decode feed, and a step samples a token for each running
+    // request before it feeds any: the first forward call after this point means both hold a token.
+    long calls = model.forwardCalls.get();
+    while (model.forwardCalls.get() <= calls && System.nanoTime() < deadline) {
+      Thread.sleep(1);
+    }
+    assertThat(model.forwardCalls.get()).as("a decode step after both were admitted").isGreaterThan(calls);
 
     engine.close();
 
@@ -314,16 +321,29 @@ final class EngineLifecycleTest {
         .filter(t -> t.getName().startsWith("ravel-engine-idle-")).findFirst().orElseThrow();
     assertThat(scheduler.isDaemon()).isTrue();
 
-    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-    while (scheduler.getState() != Thread.State.WAITING && System.nanoTime() < deadline) {
+    // Parked means waiting, with no timeout, on the loop's wake-up condition: such a thread runs again only
+    // when signalled, where a spinning or polling loop shows RUNNABLE or TIMED_WAITING (awaitNanos). This is
+    // shown by the thread's own state, not by watching a window in which an idle engine has nothing to do.
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (!parkedUntimed(scheduler) && System.nanoTime() < deadline) {
       Thread.sleep(1);
     }
 
-    assertThat(scheduler.getState()).isEqualTo(Thread.State.WAITING);
-    long calls = model.forwardCalls.get();
-    Thread.sleep(20);
-    assertThat(model.forwardCalls.get()).isEqualTo(calls);
+    assertThat(parkedUntimed(scheduler)).as("%s %s", scheduler.getState(), List.of(scheduler.getStackTrace()))
+        .isTrue();
     engine.close();
     assertThat(scheduler.isAlive()).isFalse();
+  }
+
+  /** The thread waits, with no timeout, on a condition from inside the engine's loop. */
+  private static boolean parkedUntimed(Thread t) {
+    StackTraceElement[] stack = t.getStackTrace();
+    boolean inAwait = false;
+    boolean inLoop = false;
+    for (StackTraceElement e : stack) {
+      inAwait |= e.getClassName().endsWith("ConditionObject") && e.getMethodName().equals("await");
+      inLoop |= e.getClassName().equals(EngineLoop.class.getName()) && e.getMethodName().equals("run");
+    }
+    return inAwait && inLoop && t.getState() == Thread.State.WAITING;
   }
 }

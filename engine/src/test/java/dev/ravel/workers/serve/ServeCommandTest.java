@@ -14,7 +14,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -48,11 +47,9 @@ final class ServeCommandTest {
 
     parent.destroy();
     parent.waitFor();
-    long killed = System.nanoTime();
 
-    // it checks its parent every second: 30 s is a generous bound for a loaded machine
-    assertThat(exit.get(30, TimeUnit.SECONDS)).isZero();
-    assertThat(Duration.ofNanos(System.nanoTime() - killed)).isLessThan(Duration.ofSeconds(30));
+    // it checks its parent every second: the 60 s bound is a hang guard for a loaded machine, not a speed claim
+    assertThat(exit.get(60, TimeUnit.SECONDS)).isZero();
     assertThat(out.toString(StandardCharsets.UTF_8)).matches(LISTENING);
     try {
       HttpClient.newHttpClient().send(health, HttpResponse.BodyHandlers.ofString());

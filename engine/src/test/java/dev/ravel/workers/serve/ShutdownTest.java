@@ -11,7 +11,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -19,7 +18,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(180) // a hang guard only
 final class ShutdownTest {
   @Test
-  void close_whileARequestIsInTheEngine_answersIt503AndStopsQuickly() throws Exception {
+  void close_whileARequestIsInTheEngine_abortsItAndAnswers503() throws Exception {
     ModelWeights w = neverEos();
     EngineConfig config = EngineConfig.builder().eosToken(TestServer.TOKENIZER.eos()).maxRunningRequests(8).build();
     InferenceServer server = InferenceServer.builder().engineConfig(config).weights(w)
@@ -35,11 +34,10 @@ final class ShutdownTest {
     }
     assertThat(server.engineStats().running()).as("requests running").isPositive();
 
-    long start = System.nanoTime();
     server.close();
 
-    // the requests are aborted, not finished (the 503 below says so); the bound only guards against a hang
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
+    // the requests are aborted, not run to their 4,000 tokens: the 503 below says so (the class's @Timeout is
+    // the hang guard; how fast close returns is not asserted)
     HttpResponse<String> r = pending.get();
     assertError(r, 503, "ServiceUnavailableError", "generation of ");
     assertThat(r.body()).contains("was aborted: the server is shutting down");

@@ -103,16 +103,14 @@ final class BadInputIT {
     Map<String, String> env = new HashMap<>(TestEnv.clean());
     env.putAll(extraEnv);
     env.put(TAG, RUN);
-    long t0 = System.nanoTime();
+    // 60 s is a hang guard (a command that waited on a Ray that is not there would hit it), not a speed claim
     RavelCommand.Result r = RavelCommand.run(env, 60, args.toArray(String[]::new));
-    double seconds = (System.nanoTime() - t0) / 1e9;
 
     List<String> lines = r.stderr().lines().filter(l -> !l.isBlank()).toList();
     assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderr()).isEqualTo(USAGE);
     assertThat(lines).as("stderr").hasSize(1);
     assertThat(lines.get(0)).contains(names).doesNotContain("Exception", "\tat ");
     assertThat(r.stdout()).as("stdout").isEmpty();
-    assertThat(seconds).as("seconds to the error (nothing waited on)").isLessThan(30.0);
     // whatever other Rays run on this machine: none of this command's own processes outlives it
     assertThat(tagged()).as("processes the command started (a Ray head, say)").isEmpty();
   }

@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
+import dev.ravel.driver.jobs.JobInfo;
+import dev.ravel.driver.jobs.JobStatus;
+import dev.ravel.driver.jobs.JobsClient;
 import dev.ravel.it.support.Procs;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.TestEnv;
@@ -165,12 +168,20 @@ final class HeadLifetimeIT {
       Running run = start(env);
       try {
         run.await(Pattern.compile("Ray at " + Pattern.quote(head.address())), "step   3/");
+        JobsClient jobs = JobsClient.of(head.dashboardUrl().toString());
+        assertThat(driverJobs(jobs)).as("the driver's job, as the head lists it while the driver runs")
+            .hasSize(1).allSatisfy(j -> assertThat(j.status()).isEqualTo(JobStatus.RUNNING));
 
         signal(run, "KILL");
         assertThat(run.process.waitFor(KILL_BOUND_S, TimeUnit.SECONDS)).isTrue();
-        // an observation window, not a wait for something to happen: the head must still be there after it
-        // (a loaded machine can only make this check less sensitive, never make it fail)
-        Thread.sleep(3000);
+        // Not an observation window: wait until the head itself has recorded the driver's job as ended (its GCS
+        // saw the driver go), so that the head has been through the driver's death when it is checked below.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(KILL_BOUND_S);
+        while (System.nanoTime() < deadline && !driverJobs(jobs).stream().allMatch(j -> j.status().isTerminal())) {
+          Thread.sleep(200);
+        }
+        assertThat(driverJobs(jobs)).as("the driver's job %d s after its SIGKILL", KILL_BOUND_S)
+            .hasSize(1).allSatisfy(j -> assertThat(j.status().isTerminal()).as(j.status().name()).isTrue());
 
         assertThat(head.isAlive()).isTrue();
         assertThat(Procs.alive(own)).as("the head's own processes after the driver's SIGKILL")
@@ -179,6 +190,11 @@ final class HeadLifetimeIT {
         run.stop();
       }
     }
+  }
+
+  /** The jobs of drivers that connected to the head by themselves (here: the one {@code ravel run}). */
+  private static List<JobInfo> driverJobs(JobsClient jobs) {
+    return jobs.list().stream().filter(j -> j.type().equals(JobInfo.DRIVER)).toList();
   }
 
   /** A started driver, with its start time (read while it runs), so that a signal can only reach it. */

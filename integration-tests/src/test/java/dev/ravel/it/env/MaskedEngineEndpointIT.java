@@ -8,6 +8,7 @@ import dev.ravel.it.python.PythonWorkerProcess;
 import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.sdk.ExportStats;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.workers.actor.RavelActorHandle;
 import dev.ravel.workers.actor.RavelActors;
@@ -63,22 +64,30 @@ final class MaskedEngineEndpointIT {
         .start();
     RavelActorHandle<GenerationWorker> worker = PythonWorkerProcess.start(session);
     pythonResults = PythonWorkerProcess.generate(worker, 8);
-    assertThat(worker.call(GenerationWorker::flushTelemetry, 60_000L).get()).isNotNull();
+    flushedCompletely(worker.call(GenerationWorker::flushTelemetry, 60_000L).get(), "python worker");
     pythonWorkerEnv = PythonWorkerProcess.environment(PythonWorkerProcess.pid(config.runDir(), "generation_worker"));
 
     RelayDemo demo = new RelayDemo(session);
     demo.run(3);
     relayView = demo.relay().call(dev.ravel.workers.demo.Relay::environment, VARS).get();
     responderView = demo.responder().call(Responder::environment, VARS).get();
-    demo.responder().call(Responder::flushTelemetry, 60_000L).get();
-    demo.relay().call(dev.ravel.workers.demo.Relay::flushTelemetry, 60_000L).get();
-    Thread.sleep(1000); // before a check that nothing arrived: load can only make it pass more easily
+    flushedCompletely(demo.responder().call(Responder::flushTelemetry, 60_000L).get(), "responder");
+    flushedCompletely(demo.relay().call(dev.ravel.workers.demo.Relay::flushTelemetry, 60_000L).get(), "relay");
+    // No window waited out: each flush above returned with nothing pending for any exporter of those processes,
+    // and an OTLP export ends only when the receiver has answered. Had one of them taken up the inherited
+    // endpoint, the spans it had ended by then (the generation and the relay's calls) would already be counted.
     requestsAfterRavelActors = inherited.requests();
 
     // control: the same cluster, an actor created without Ravel's worker environment
     RavelActorHandle<Responder> control = RavelActors.actor(ResponderActor::new, Responder.class).remote();
     controlView = control.call(Responder::environment, VARS).get();
     control.call(Responder::respond, "unfiltered").get();
+  }
+
+  /** The flush returned with every span the process had ended exported (or failed, or dropped), none still queued. */
+  private static void flushedCompletely(ExportStats stats, String who) {
+    assertThat(stats.ended()).as("%s ended spans", who).isPositive();
+    assertThat(stats.pending()).as("%s spans still pending after its flush: %s", who, stats).isZero();
   }
 
   @AfterAll

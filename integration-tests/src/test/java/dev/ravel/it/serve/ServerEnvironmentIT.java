@@ -8,6 +8,7 @@ import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.Procs;
 import dev.ravel.it.support.TestEnv;
+import dev.ravel.telemetry.process.ProcessIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -17,6 +18,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,6 +39,7 @@ final class ServerEnvironmentIT {
   @Test
   void launchedServers_seeTheHeadsOtlpVariablesMaskedAndExportNothingThere() throws Exception {
     Map<Long, Map<String, String>> seen = new LinkedHashMap<>();
+    Set<ProcessIdentity> servers = ConcurrentHashMap.newKeySet();
     try (OtlpHttpSink sink = new OtlpHttpSink()) {
       RunConfig config = RunConfig.load(null, List.of("telemetry.run_id=it-serve-env", "telemetry.runs_dir=" + runs,
           "grpo.steps=2", "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=2",
@@ -46,11 +50,16 @@ final class ServerEnvironmentIT {
           .headEnv("OTEL_TRACES_SAMPLER", "always_on")
           .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start();
       try {
-        new GrpoRun(session, config, (metrics, total) -> seen.putAll(serverEnvironments(config))).run();
+        new GrpoRun(session, config, (metrics, total) -> seen.putAll(serverEnvironments(config, servers))).run();
       } finally {
         session.close();
       }
-      Thread.sleep(1000);
+      // No window waited out: an export ends only when the sink has answered it, and a process that has exited
+      // sends nothing more. Once every launched server has exited, what they sent the sink is all counted.
+      assertThat(servers).hasSize(2);
+      for (ProcessIdentity server : servers) {
+        assertThat(server.awaitExit(120_000)).as("server %s exited after the session closed", server).isTrue();
+      }
       assertThat(seen).hasSize(2);
       seen.forEach((pid, env) -> assertThat(env).as("server pid " + pid).containsOnlyKeys(VARS)
           .allSatisfy((k, v) -> assertThat(v).as(k).isIn("", "<unset>")));
@@ -59,7 +68,7 @@ final class ServerEnvironmentIT {
   }
 
   /** The masked variables as each running server sees them, by PID (from its log file's name). */
-  private static Map<Long, Map<String, String>> serverEnvironments(RunConfig config) {
+  private static Map<Long, Map<String, String>> serverEnvironments(RunConfig config, Set<ProcessIdentity> servers) {
     Map<Long, Map<String, String>> out = new LinkedHashMap<>();
     try (Stream<Path> files = Files.list(config.telemetry().runDir())) {
       for (Path f : files.toList()) {
@@ -67,6 +76,7 @@ final class ServerEnvironmentIT {
         if (n.startsWith("inference-server-") && n.endsWith(".log")) {
           long pid = Long.parseLong(n.substring("inference-server-".length(), n.length() - 4));
           Map<String, String> view = new LinkedHashMap<>();
+          servers.add(ProcessIdentity.of(pid).orElseThrow(() -> new AssertionError("server " + pid + " is gone")));
           String environ = Procs.environ(pid).orElseThrow(() -> new AssertionError("server " + pid + " is gone"));
           List<String> entries = new ArrayList<>(Arrays.asList(environ.split("\n")));
           for (String e : entries) {

@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 final class ProcessTelemetryTest {
@@ -291,6 +292,7 @@ final class ProcessTelemetryTest {
   // ---------------------------------------------------------------- each exporter counted on its own
 
   @Test
+  @Timeout(120) // far below the exporter's own timeout (1 h): a close that waited for the exporter fails here
   void close_bothExportersWithTheBackendDown_theFileGetsEverySpanAndEachExporterAddsUp() throws Exception {
     int port;
     try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
@@ -298,20 +300,19 @@ final class ProcessTelemetryTest {
     }
     ProcessTelemetry t = ProcessTelemetry.builder(config(ExporterKind.BOTH).toBuilder()
             .shutdownTimeout(java.time.Duration.ofSeconds(2)).build()).role("driver")
-        // an export timeout of two minutes: unbounded, close() would wait that long for the OTLP exporter
+        // an export timeout of an hour: unbounded, close() would wait that long for the OTLP exporter
         .otlp(dev.ravel.telemetry.otlp.OtlpSettings.resolve(Map.of("OTEL_EXPORTER_OTLP_ENDPOINT",
             "http://127.0.0.1:" + port, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
-            "OTEL_EXPORTER_OTLP_TIMEOUT", "120000")))
+            "OTEL_EXPORTER_OTLP_TIMEOUT", "3600000")))
         .start();
     for (int i = 0; i < 20; i++) {
       t.spans().start(SpanGroup.STEP, SpanNames.GRPO_STEP).close();
     }
-    long t0 = System.nanoTime();
+    // bounded by the shutdown timeout (2 s), not the exporter's (1 h): the test's @Timeout says so, with no
+    // claim on how close to 2 s it returns
     t.close();
     ExportStats s = t.stats();
 
-    // bounded by the shutdown timeout (2 s), not the exporter's (120 s): 30 s is ten times a loaded machine's figure
-    assertThat((System.nanoTime() - t0) / 1e9).as("bounded by the shutdown timeout").isLessThan(30.0);
     assertThat(s.exporters()).containsOnlyKeys(ProcessTelemetry.FILE_EXPORTER, ProcessTelemetry.OTLP_EXPORTER);
     assertThat(s.exporters().get("file")).isEqualTo(new ExportStats.Sent(20, 0, 0)); // not held back by OTLP
     ExportStats.Sent otlp = s.exporters().get("otlp");

@@ -93,6 +93,7 @@ final class ReplayBufferActorTest {
   }
 
   @Test
+  @Timeout(60) // a hang guard only
   void take_returnsFewerWhenNotEnoughArriveBeforeTheTimeout() {
     buffer.push(List.of(group("only", 0, 0, 2)));
 
@@ -101,40 +102,39 @@ final class ReplayBufferActorTest {
     Duration waited = Duration.ofNanos(System.nanoTime() - start);
 
     assertThat(prompts(batch)).containsExactly("only");
-    assertThat(waited).isGreaterThanOrEqualTo(Duration.ofMillis(150)).isLessThan(Duration.ofSeconds(10));
+    // it waited out its timeout before returning fewer (a lower bound: load can only lengthen the wait)
+    assertThat(waited).isGreaterThanOrEqualTo(Duration.ofMillis(150));
   }
 
   @Test
-  void take_withZeroTimeoutOnAnEmptyBufferReturnsAtOnce() {
-    long start = System.nanoTime();
+  @Timeout(60) // 0 must not mean "wait until something arrives" (as Object.wait(0) does): that would hang here
+  void take_withZeroTimeoutOnAnEmptyBufferReturnsWithoutWaiting() {
     BufferBatch batch = buffer.take(0, 1, 1, 0);
 
     assertThat(batch.rollouts()).isEmpty();
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
   }
 
   @Test
-  @Timeout(30)
+  @Timeout(120) // a hang guard only
   void push_fromAnotherThreadWakesAWaitingTake() throws Exception {
     buffer.push(List.of(group("a", 0, 0, 2)));
     AtomicReference<Thread> taker = new AtomicReference<>();
-    long start = System.nanoTime();
     CompletableFuture<BufferBatch> result = CompletableFuture.supplyAsync(() -> {
       taker.set(Thread.currentThread());
-      return buffer.take(0, 2, 1, 20_000);
+      // a timeout far beyond this test's: a take that returns here was woken by the push, not timed out
+      return buffer.take(0, 2, 1, 3_600_000);
     }, pool);
     awaitWaiting(taker);
 
     buffer.push(List.of(group("b", 0, 0, 2)));
 
-    BufferBatch batch = result.get(15, TimeUnit.SECONDS);
+    BufferBatch batch = result.get(60, TimeUnit.SECONDS);
     assertThat(prompts(batch)).containsExactly("a", "b");
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(15));
   }
 
   /** Until the taking thread is parked in its timed wait (it released the buffer's monitor). */
   private static void awaitWaiting(AtomicReference<Thread> taker) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (System.nanoTime() < deadline) {
       Thread t = taker.get();
       if (t != null && t.getState() == Thread.State.TIMED_WAITING) {

@@ -30,8 +30,9 @@ class LaunchedServerTest {
         OpenTelemetry.noop().getTracer("test"), System::nanoTime).checkHealth(Duration.ofSeconds(2));
   }
 
+  /** Polls every 0.1 s, at most 60 s: a bound for a loaded machine (a server stops in about a second). */
   private static void awaitGone(long pid) throws InterruptedException {
-    for (int i = 0; i < 100 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false); i++) {
+    for (int i = 0; i < 600 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false); i++) {
       TimeUnit.MILLISECONDS.sleep(100);
     }
   }

@@ -14,6 +14,8 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -111,10 +113,13 @@ class MetricsScraperTest {
 
   @Test
   void scrape_slowServer_timesOutNamingTheUrl() throws IOException {
+    // the stand-in ends the exchange only after the scraper has given up, however slowly either side runs
+    // (the 60 s bound is a hang guard that frees the server's thread)
+    CountDownLatch gaveUp = new CountDownLatch(1);
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     server.createContext("/", exchange -> {
       try (exchange) {
-        Thread.sleep(1_500);
+        gaveUp.await(60, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -123,10 +128,14 @@ class MetricsScraperTest {
     URI base = URI.create("http://127.0.0.1:" + server.getAddress().getPort());
     MetricsScraper quick = new MetricsScraper(client, Duration.ofMillis(200));
 
-    assertThatThrownBy(() -> quick.scrape(base))
-        .isInstanceOf(UncheckedIOException.class)
-        .hasMessageContaining(base + "/metrics")
-        .hasMessageContaining("HttpTimeoutException");
+    try {
+      assertThatThrownBy(() -> quick.scrape(base))
+          .isInstanceOf(UncheckedIOException.class)
+          .hasMessageContaining(base + "/metrics")
+          .hasMessageContaining("HttpTimeoutException");
+    } finally {
+      gaveUp.countDown();
+    }
   }
 
   @Test

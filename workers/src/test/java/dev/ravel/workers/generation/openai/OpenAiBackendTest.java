@@ -36,8 +36,10 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
@@ -347,13 +349,21 @@ class OpenAiBackendTest {
   }
 
   @Test
-  void generate_slowerThanTheRequestTimeout_errorResultSaysTimeout() {
+  void generate_slowerThanTheRequestTimeout_errorResultSaysTimeout() throws InterruptedException {
+    // the stand-in answers only after the client has given up, however slowly either side runs (the 60 s bound
+    // is a hang guard that frees the server's thread)
+    CountDownLatch gaveUp = new CountDownLatch(1);
     completions = r -> {
-      Thread.sleep(2_000);
+      gaveUp.await(60, TimeUnit.SECONDS);
       return echoFirstPromptToken(r);
     };
 
-    GenerationResult r = backend(given().requestTimeout(Duration.ofMillis(300))).generate(request("r1", 3, null));
+    GenerationResult r;
+    try {
+      r = backend(given().requestTimeout(Duration.ofMillis(300))).generate(request("r1", 3, null));
+    } finally {
+      gaveUp.countDown();
+    }
 
     assertThat(r.finishReason()).isEqualTo(FinishReason.ERROR);
     assertThat(r.error()).contains("no response within the request timeout");
@@ -374,11 +384,24 @@ class OpenAiBackendTest {
 
   @Test
   void generate_keepsAtMostMaxInFlightRequestsPerServer() {
+    // the stand-in holds every request until three are in flight at once, so the limit is reached whatever
+    // the timing; a client that sends fewer at a time fails the peak check (after the 30 s hang guard)
+    CountDownLatch threeInFlight = new CountDownLatch(1);
+    completions = r -> {
+      if (concurrent.get() >= 3) {
+        threeInFlight.countDown();
+      }
+      if (!threeInFlight.await(30, TimeUnit.SECONDS)) {
+        threeInFlight.countDown(); // a hang guard: let the rest through, the peak check reports the failure
+      }
+      return echoFirstPromptToken(r);
+    };
     List<GenerationRequest> requests = IntStream.range(0, 16).mapToObj(i -> request("r" + i, i, null)).toList();
 
-    backend(given().maxInFlight(3)).generate(requests);
+    List<GenerationResult> results = backend(given().maxInFlight(3)).generate(requests);
 
-    assertThat(peak.get()).isBetween(1, 3);
+    assertThat(results).allSatisfy(r -> assertThat(r.succeeded()).as(String.valueOf(r.error())).isTrue());
+    assertThat(peak.get()).isEqualTo(3);
     assertThat(seen).hasSize(16);
   }
 
