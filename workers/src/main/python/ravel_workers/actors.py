@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import io
 import json
 import math
@@ -166,6 +167,7 @@ class PolicyTrainerImpl(RoleActor):
         self._lock = threading.RLock()
         self._cache: tuple[list[str], int, torch.Tensor] | None = None
         self._published: Weights | None = None
+        self._published_file: dict[str, Any] | None = None
         self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
         if self.spec.resume_from:
             self._restore(Path(self.spec.resume_from))
@@ -318,6 +320,7 @@ class PolicyTrainerImpl(RoleActor):
         with self._lock:
             group.join(address, self.spec.rank, self.spec.world_size, self.device, self.model)
             self._published = None
+            self._published_file = None
         return self.spec.world_size
 
     def _learning_rate(self) -> float:
@@ -341,6 +344,22 @@ class PolicyTrainerImpl(RoleActor):
         """The current weights as :mod:`ravel_workers.weights`' wire dict: Ray stores its buffer out of band (one
         copy into the object store), and the Java driver passes the reference on to the workers unread."""
         return self.published().to_wire()
+
+    @role_method()
+    def publish_file(self, directory: str) -> str:
+        """The current weights as one safetensors file in Hugging Face names, for inference servers that load
+        files (vLLM with Ravel's ``ravel-file`` weight-transfer backend, README "Real vLLM"): written once per
+        version as ``<directory>/weights-v<version>.safetensors`` (a temp file, then a rename; the version before
+        it stays, a server may still be reading it; older ones are removed). Every tensor is written, tied ones
+        too (``lm_head.weight`` beside the embedding it shares), so no server is left with a stale head. The
+        stage is ``rl.refit.gather`` with the file's bytes. Returns the JSON of the ``update_info`` servers take:
+        ``{"path", "sha256", "bytes"}`` and the ``version``."""
+        with self._lock:
+            if self._published_file is None or self._published_file["version"] != self.version:
+                with refit_stage(self.telemetry, names.REFIT_GATHER, 0) as stage:
+                    self._published_file = _write_weights_file(self.model, self.version, Path(directory))
+                    stage.set_attribute(names.REFIT_BYTES, int(self._published_file["bytes"]))
+            return json.dumps(self._published_file)
 
     def _restore(self, file: Path) -> None:
         """Goes on from a checkpoint's trainer state: weights, AdamW state, optimizer steps (the learning-rate
@@ -390,6 +409,23 @@ class PolicyTrainerImpl(RoleActor):
         _write_atomically(target, blob)
         _write_atomically(Path(f"{target}.sha256"), (digest + "\n").encode())
         return str(target)
+
+
+def _write_weights_file(model: torch.nn.Module, version: int, folder: Path) -> dict[str, Any]:
+    """``model``'s weights as ``folder/weights-v<version>.safetensors`` (atomically); removes the files of versions
+    before ``version - 1``. Returns ``{"path", "sha256", "bytes", "version"}``."""
+    from safetensors.torch import save
+
+    folder.mkdir(parents=True, exist_ok=True)
+    # every tensor its own CPU copy, tied ones too: safetensors refuses tensors that share memory
+    blob = save({name: t.contiguous() for name, t in policy.state_dict_cpu(model).items()})
+    target = (folder / f"weights-v{version}.safetensors").absolute()
+    _write_atomically(target, blob)
+    for old in folder.glob("weights-v*.safetensors"):
+        v = old.name.removeprefix("weights-v").removesuffix(".safetensors")
+        if v.isdigit() and int(v) < version - 1:
+            old.unlink(missing_ok=True)
+    return {"path": str(target), "sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob), "version": version}
 
 
 class RewardEnvironmentImpl(RoleActor):

@@ -182,9 +182,22 @@ public final class Keys {
   /** {@code generation.servers}. */
   public static final Key<List<String>> SERVERS = key("generation", "servers", LIST, List.of(), any(),
       "backend `openai`: the servers' base URLs (`http://host:port`), shared over the workers");
+  /** {@code generation.launch: vllm}: each worker launches {@code vllm serve} of {@code model.path}. */
+  public static final String LAUNCH_VLLM = "vllm";
   /** {@code generation.launch}. */
-  public static final Key<String> LAUNCH = key("generation", "launch", STRING, "", any(),
-      "backend `openai`: `ravel` launches one `ravel serve` per worker");
+  public static final Key<String> LAUNCH = key("generation", "launch", STRING, "",
+      (key, v) -> { // empty, or one of the launches
+        if (!v.isEmpty()) {
+          oneOf("launch", List.of(dev.ravel.workers.generation.openai.ServerBackendSpec.LAUNCH_RAVEL, LAUNCH_VLLM))
+              .check(key, v);
+        }
+      },
+      "backend `openai`: `ravel` launches one `ravel serve` per worker; `vllm` one `vllm serve` of `model.path` with"
+          + " Ravel's weight-transfer plugin (the Python trainer's weights)");
+  /** {@code generation.vllm}. */
+  public static final Key<String> VLLM = key("generation", "vllm", STRING, "vllm", notBlank(),
+      "`launch: vllm`: the `vllm` command (a path, or a name on the workers' `PATH`) of an environment with vLLM and"
+          + " Ravel's plugin (`scripts/setup-vllm-cpu.sh` makes one for the CPU)");
   /** {@code generation.launch_command}. */
   public static final Key<String> LAUNCH_COMMAND = key("generation", "launch_command", STRING, "", any(),
       "backend `openai`: a command each worker runs to launch its own server (must contain `{port}`)");
@@ -223,7 +236,8 @@ public final class Keys {
       "backend `openai`, `launch: ravel`: each `ravel serve` JVM's heap in MiB");
   /** {@code generation.runtime}. */
   public static final Key<String> GENERATION_RUNTIME = key("generation", "runtime", STRING, RUNTIME_JAVA,
-      oneOf("runtime", RUNTIMES), "`java` or `python` (the same as `trainer.runtime`)");
+      oneOf("runtime", RUNTIMES), "`java` or `python` (the same as `trainer.runtime`, but for Java workers that are"
+          + " only HTTP clients of vLLM servers, `backend: openai`, beside the Python trainer)");
   /** {@code generation.engine}. */
   public static final Key<String> ENGINE = key("generation", "engine", STRING, "transformers",
       oneOf("engine", PythonWorkers.ENGINES), "the Python workers' engine: `transformers` or `vllm` (untested: it has never run)");

@@ -302,6 +302,17 @@ public final class RunConfig {
     }
     String generation = get(Keys.GENERATION_RUNTIME);
     String trainer = get(Keys.TRAINER_RUNTIME);
+    boolean launchesVllm = get(Keys.BACKEND).equals(BACKEND_OPENAI) && get(Keys.LAUNCH).equals(Keys.LAUNCH_VLLM);
+    if (launchesVllm && !(generation.equals(RUNTIME_JAVA) && trainer.equals(RUNTIME_PYTHON))) {
+      throw new ConfigException(Keys.LAUNCH.dotted(), "vllm serves model.path and takes the Python trainer's weights"
+          + " files: set " + Keys.TRAINER_RUNTIME + " to python and " + Keys.GENERATION_RUNTIME + " to java (the"
+          + " workers are the servers' HTTP clients)");
+    }
+    if (generation.equals(RUNTIME_JAVA) && trainer.equals(RUNTIME_PYTHON)
+        && get(Keys.BACKEND).equals(BACKEND_OPENAI)) {
+      validateHttpClientsOfPythonTrainer();
+      return;
+    }
     if (!generation.equals(trainer)) {
       throw new ConfigException(Keys.TRAINER_RUNTIME.dotted(), "is " + trainer + " but " + Keys.GENERATION_RUNTIME
           + " is " + generation
@@ -345,8 +356,40 @@ public final class RunConfig {
     }
   }
 
-  /** Whether the generation workers and the trainer are Ravel's Python workers. */
+  /**
+   * Java generation workers that are only the HTTP clients of inference servers ({@code backend: openai}) beside the
+   * Python trainer: the servers serve {@code model.path} and load the trainer's weights files themselves, so the
+   * workers need no model of their own. Every other pairing of runtimes is refused above.
+   */
+  private void validateHttpClientsOfPythonTrainer() {
+    if (get(Keys.MODEL_PATH).isBlank()) {
+      throw new ConfigException(Keys.MODEL_PATH.dotted(), "inference servers beside the Python trainer serve your"
+          + " Hugging Face checkpoint: set it to the folder (the servers load it, the trainer starts from it)");
+    }
+    if (get(Keys.LAUNCH).equals(ServerBackendSpec.LAUNCH_RAVEL)) {
+      throw new ConfigException(Keys.LAUNCH.dotted(), "ravel serves Ravel's TinyLm, not the Python trainer's model:"
+          + " use launch: vllm, launch_command or servers");
+    }
+    if (get(Keys.REFIT) && !get(Keys.WEIGHT_SYNC).equals(ServerBackendSpec.SYNC_NATIVE)) {
+      throw new ConfigException(Keys.WEIGHT_SYNC.dotted(), get(Keys.WEIGHT_SYNC) + " loads PEFT adapters, which the"
+          + " Python trainer does not write: use native (its weights files, vLLM with Ravel's plugin)");
+    }
+    if (get(Keys.TRAINER_WORKERS) > 1) {
+      throw new ConfigException(Keys.TRAINER_WORKERS.dotted(), "a trainer group beside inference servers is not"
+          + " built yet: leave it 1");
+    }
+  }
+
+  /**
+   * Whether the trainer is Ravel's Python trainer (a transformers model); its generation workers are Python too,
+   * or Java HTTP clients of inference servers ({@link #pythonGeneration()}).
+   */
   public boolean pythonWorkers() {
+    return get(Keys.TRAINER_RUNTIME).equals(RUNTIME_PYTHON);
+  }
+
+  /** Whether the generation workers are Ravel's Python workers. */
+  public boolean pythonGeneration() {
     return get(Keys.GENERATION_RUNTIME).equals(RUNTIME_PYTHON);
   }
 
@@ -383,11 +426,21 @@ public final class RunConfig {
     if (!get(Keys.BACKEND).equals(BACKEND_OPENAI)) {
       return null;
     }
+    String launch = get(Keys.LAUNCH);
+    String command = get(Keys.LAUNCH_COMMAND);
+    if (launch.equals(Keys.LAUNCH_VLLM)) {
+      if (!command.isEmpty()) {
+        throw new ConfigException(Keys.LAUNCH_COMMAND.dotted(), "is set beside " + Keys.LAUNCH + ": vllm, which"
+            + " composes its own command: keep one");
+      }
+      command = vllmLaunchCommand();
+      launch = "";
+    }
     try {
       return ServerBackendSpec.builder()
           .servers(get(Keys.SERVERS))
-          .launch(get(Keys.LAUNCH))
-          .launchCommand(get(Keys.LAUNCH_COMMAND))
+          .launch(launch)
+          .launchCommand(command)
           .connectTimeout(seconds(Keys.CONNECT_TIMEOUT_S))
           .requestTimeout(seconds(Keys.REQUEST_TIMEOUT_S))
           .launchTimeout(seconds(Keys.LAUNCH_TIMEOUT_S))
@@ -401,6 +454,43 @@ public final class RunConfig {
     } catch (ConfigException e) {
       throw e.under(Keys.BACKEND.section() + ".");
     }
+  }
+
+  /**
+   * The command {@code generation.launch: vllm} runs in each worker (split on spaces, no shell; {@code {host}},
+   * {@code {port}} and {@code {model}} filled in by the worker): {@code generation.vllm serve model.path} with
+   * Ravel's weight-transfer backend ({@code ravel-file}), vLLM's RL routes ({@code VLLM_SERVER_DEV_MODE=1}),
+   * behaviour log-probs after temperature and top-p ({@code processed_logprobs}), the model's own sampling defaults
+   * off ({@code --generation-config vllm}) and the run's seed; on a worker without GPUs vLLM's CPU platform, in
+   * {@code model.dtype} ({@code auto}: float32 on the CPU, as the trainer), eager.
+   */
+  private String vllmLaunchCommand() {
+    String model = get(Keys.MODEL_PATH);
+    if (model.isBlank()) {
+      throw new ConfigException(Keys.MODEL_PATH.dotted(), "launch: vllm serves your Hugging Face checkpoint: set"
+          + " it to the folder");
+    }
+    String folder = Path.of(model).toAbsolutePath().normalize().toString();
+    for (var e : Map.of(Keys.MODEL_PATH, folder, Keys.VLLM, get(Keys.VLLM)).entrySet()) {
+      if (e.getValue().matches(".*\\s.*")) {
+        throw new ConfigException(e.getKey().dotted(), "'" + e.getValue() + "' holds a space, which launch: vllm"
+            + " cannot pass (no shell): use a path without one, or launch_command");
+      }
+    }
+    boolean cpu = get(Keys.GENERATION_NUM_GPUS) == 0 || get(Keys.GENERATION_DEVICE).equals("cpu");
+    String dtype = get(Keys.DTYPE).equals("auto") ? (cpu ? "float32" : "auto") : get(Keys.DTYPE);
+    List<String> parts = new ArrayList<>(List.of("env", "VLLM_SERVER_DEV_MODE=1"));
+    if (cpu) {
+      parts.addAll(List.of("VLLM_TARGET_DEVICE=cpu", "VLLM_CPU_KVCACHE_SPACE=1"));
+    }
+    parts.addAll(List.of(get(Keys.VLLM), "serve", folder, "--host", "{host}", "--port", "{port}",
+        "--served-model-name", "{model}", "--dtype", dtype, "--seed", Long.toString(get(Keys.SEED)),
+        "--weight-transfer-config", "{\"backend\":\"ravel-file\"}", "--logprobs-mode", "processed_logprobs",
+        "--generation-config", "vllm"));
+    if (cpu) {
+      parts.add("--enforce-eager");
+    }
+    return String.join(" ", parts);
   }
 
   private Duration seconds(Key<Double> key) {

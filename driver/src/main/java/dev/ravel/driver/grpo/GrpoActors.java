@@ -16,6 +16,7 @@ import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.generation.GenerationWorker;
 import dev.ravel.workers.generation.GenerationWorkerActor;
 import dev.ravel.workers.generation.GenerationWorkerSpec;
+import dev.ravel.workers.generation.WeightsFileRef;
 import dev.ravel.workers.generation.openai.ServerBackendSpec;
 import dev.ravel.workers.grpo.GrpoConfig;
 import dev.ravel.workers.grpo.TrainerState;
@@ -68,6 +69,8 @@ final class GrpoActors {
   private final ObjectStore store;
   /** The weights the workers serve (their object in the object store), null before the first refit. */
   private ObjectRef<?> served;
+  /** Where the Python trainer writes the weights files servers load ({@code runs/<id>/weights}); null otherwise. */
+  private java.nio.file.Path weightsDir;
   /** Where the driver's refit stage ({@code rl.refit.put}) goes; no-op in tests that build actors by hand. */
   private dev.ravel.telemetry.spans.Spans spans = dev.ravel.telemetry.spans.Spans.noop();
 
@@ -112,7 +115,7 @@ final class GrpoActors {
     PlacementGroup group = Placements.group(settings.placement(), settings.workers(), READY_TIMEOUT_MS);
     for (int i = 0; i < settings.workers(); i++) {
       DriverSession.Creator<GenerationWorker> c;
-      if (py != null) {
+      if (py != null && py.generation()) {
         String spec = PythonWorkers.generationSpec(py.model(), settings.seed(), eos, settings.modelName(), py.engine(),
             settings.maxRunningRequests(), py.generationDevice());
         c = session.pythonActor(PythonWorkers.GENERATION_WORKER, spec, GenerationWorker.class)
@@ -120,9 +123,14 @@ final class GrpoActors {
       } else {
         ServerBackendSpec servers = settings.servers() == null ? null
             : settings.servers().forWorker(i, settings.workers());
+        // beside the Python trainer the workers are only HTTP clients: their servers serve model.path, and every
+        // weight version after it comes as the trainer's file (refitFromTrainer, also before the first step)
         GenerationWorkerSpec ws = new GenerationWorkerSpec(settings.kvTokenBudget(), settings.maxRunningRequests(),
-            settings.modelName(), eos, weights, servers);
+            settings.modelName(), eos, py == null ? weights : null, servers);
         c = session.actor(GenerationWorkerActor::new, ws, GenerationWorker.class);
+        if (settings.placement().gpus() > 0) {
+          c.gpus(settings.placement().gpus()); // for the vLLM server the worker launches on its node
+        }
       }
       if (group != null) {
         c.placementGroup(group, i).resource("CPU", settings.placement().cpus());
@@ -179,8 +187,11 @@ final class GrpoActors {
     actors.awaitReady();
     actors.formTrainerGroup();
     actors.failover.recordProcesses();
+    actors.weightsDir = settings.weightsFiles() ? session.telemetry().config().runDir().resolve("weights") : null;
     if (from != null && from.pythonStateFile() != null) {
       actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
+    } else if (actors.weightsDir != null) {
+      actors.refitFromTrainer(0); // servers shared with other runs hold whatever they last loaded: this run's own
     }
     return actors;
   }
@@ -314,9 +325,22 @@ final class GrpoActors {
     return load(ref, update.version());
   }
 
-  /** Has every worker load the trainer's current weights, version {@code version}; returns the actor calls made. */
+  /**
+   * Has every worker load the trainer's current weights, version {@code version}; returns the actor calls made.
+   * Beside inference servers that load files ({@link GrpoSettings#weightsFiles()}), the trainer writes them as a
+   * file into the run folder's {@code weights/} and the workers are given its reference; otherwise they are given
+   * the trainer's own object, unread by the driver.
+   */
   int refitFromTrainer(long version) {
-    return 1 + load(trainer.call(PolicyTrainer::weights).rayRef(), version);
+    if (weightsDir == null) {
+      return 1 + load(trainer.call(PolicyTrainer::weights).rayRef(), version);
+    }
+    WeightsFileRef file = WeightsFileRef.parse(trainer.call(PolicyTrainer::publishFile, weightsDir.toString()).get());
+    if (file.version() != version) {
+      throw new IllegalStateException("the trainer published weight version " + file.version() + ", expected "
+          + version);
+    }
+    return 1 + load(store.put(Payload.of(file)), version);
   }
 
   private int load(ObjectRef<?> ref, long version) {

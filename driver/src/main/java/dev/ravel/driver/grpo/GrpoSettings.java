@@ -74,8 +74,10 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
 
     static Placement of(RunConfig config) {
       boolean python = config.pythonWorkers();
+      // GPUs for the generation workers' own engines, or for the vLLM server each launches on its node
+      boolean gpuGeneration = config.pythonGeneration() || config.get(Keys.LAUNCH).equals(Keys.LAUNCH_VLLM);
       return new Placement(strategy(config.get(Keys.PLACEMENT)), config.get(Keys.GENERATION_NUM_CPUS),
-          python ? config.get(Keys.GENERATION_NUM_GPUS) : 0.0,
+          gpuGeneration ? config.get(Keys.GENERATION_NUM_GPUS) : 0.0,
           Keys.resources(Keys.GENERATION_RESOURCES, config.get(Keys.GENERATION_RESOURCES)),
           Keys.resources(Keys.TRAINER_RESOURCES, config.get(Keys.TRAINER_RESOURCES)),
           strategy(config.get(Keys.TRAINER_PLACEMENT)), config.get(Keys.TRAINER_NUM_CPUS),
@@ -119,9 +121,19 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
    * @param generationDevice {@code auto}, {@code cpu} or {@code cuda}
    * @param trainerDevice the same for the trainer
    * @param trainers the trainer ranks ({@code trainer.workers}): 1 trains alone
+   * @param generation whether the generation workers are Python too; false for Java workers that are only the HTTP
+   *     clients of inference servers loading the trainer's weights files ({@link #weightsFiles()})
    */
   record Python(PythonModel model, String engine, double generationGpus, double trainerGpus,
-      String generationDevice, String trainerDevice, int trainers) {}
+      String generationDevice, String trainerDevice, int trainers, boolean generation) {}
+
+  /**
+   * Whether refits pass the Python trainer's weights as a file the inference servers load themselves (Java HTTP
+   * clients beside the Python trainer) rather than as an object in Ray's object store.
+   */
+  boolean weightsFiles() {
+    return python != null && !python.generation();
+  }
 
   static GrpoSettings from(RunConfig config) {
     return from(config, null);
@@ -215,7 +227,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
             prepared.vocabSize(), prepared.maxPositions());
     return new Python(model, config.get(Keys.ENGINE), config.get(Keys.GENERATION_NUM_GPUS),
         config.get(Keys.TRAINER_NUM_GPUS), config.get(Keys.GENERATION_DEVICE), config.get(Keys.TRAINER_DEVICE),
-        config.get(Keys.TRAINER_WORKERS));
+        config.get(Keys.TRAINER_WORKERS), config.pythonGeneration());
   }
 
   String mode() {

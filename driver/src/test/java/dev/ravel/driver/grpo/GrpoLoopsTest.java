@@ -212,6 +212,11 @@ final class GrpoLoopsTest {
     }
 
     @Override
+    public String publishFile(String dir) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
     public String checkpoint(String dir) {
       throw new UnsupportedOperationException();
     }

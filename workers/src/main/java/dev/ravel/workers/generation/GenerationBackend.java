@@ -26,6 +26,18 @@ public interface GenerationBackend extends AutoCloseable {
    */
   long updateWeights(ModelWeights weights);
 
+  /**
+   * Serves later requests with the weights in {@code file} (a Python trainer's, which servers load themselves);
+   * returns the version every server confirmed. Only inference servers that read weights files take these.
+   *
+   * @throws UnsupportedOperationException for a backend whose engine cannot load a Hugging Face weights file
+   */
+  default long updateWeights(WeightsFileRef file) {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot load a weights file ("
+        + file.path() + "): a Python trainer's weights need inference servers that read them (generation.backend:"
+        + " openai with vLLM) or Python generation workers");
+  }
+
   /** The engine's counters. */
   EngineStats stats();
 

@@ -69,17 +69,26 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
   @Override
   public long updateWeights(ObjectRef<?> weights) {
     ModelWeights w;
+    WeightsFileRef file = null;
     try (var s = spans().start(SpanGroup.REFIT, SpanNames.REFIT_FETCH)) {
       Object value = weights.get();
-      if (!(value instanceof Payload<?> p) || !(p.value() instanceof ModelWeights mw)) {
-        throw new IllegalArgumentException("weights: expected Java model weights, got "
-            + (value == null ? "null" : value.getClass().getName()) + " (a Python trainer's weights need Python workers)");
+      if (value instanceof Payload<?> p && p.value() instanceof WeightsFileRef f) {
+        file = f; // a Python trainer's weights file, which the servers read themselves: only its reference came
+        w = null;
+        s.set(RavelAttributes.REFIT_BYTES, 0L);
+      } else if (value instanceof Payload<?> p && p.value() instanceof ModelWeights mw) {
+        w = mw;
+        s.set(RavelAttributes.REFIT_BYTES, w.byteSize());
+      } else {
+        throw new IllegalArgumentException("weights: expected Java model weights or a weights file, got "
+            + (value == null ? "null" : value.getClass().getName()) + " (a Python trainer's weights need Python"
+            + " workers, or an openai backend whose servers read weights files)");
       }
-      w = mw;
-      s.set(RavelAttributes.REFIT_BYTES, w.byteSize());
     }
     long served;
-    if (backend instanceof EmbeddedBackend) {
+    if (file != null) {
+      served = backend.updateWeights(file); // over HTTP: the backend opens its own stages (pause, load, resume)
+    } else if (backend instanceof EmbeddedBackend) {
       try (var s = spans().start(SpanGroup.REFIT, SpanNames.REFIT_LOAD)) {
         s.set(RavelAttributes.REFIT_BYTES, w.byteSize());
         served = backend.updateWeights(w);

@@ -31,6 +31,14 @@ public interface PolicyTrainer extends RavelRole {
   ModelWeights weights();
 
   /**
+   * The current weights as one safetensors file in Hugging Face names under {@code dir}, once per version, for
+   * inference servers that load files ({@code ravel-file}); returns the JSON of a
+   * {@link dev.ravel.workers.generation.WeightsFileRef}. The Python trainer's: the Java trainer's weights go through
+   * the object store ({@link #weights}).
+   */
+  String publishFile(String dir);
+
+  /**
    * Writes the current weights under the folder {@code dir} (created if missing) atomically: a temporary file,
    * then a rename. Returns the file's path.
    */

@@ -67,6 +67,13 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
     return trainer.weights();
   }
 
+  /** Not the Java trainer's: its TinyLm weights reach the workers through the object store ({@link #weights}). */
+  @Override
+  public String publishFile(String dir) {
+    throw new UnsupportedOperationException("publishFile: the Java trainer's weights go through the object store;"
+        + " weights files are the Python trainer's (trainer.runtime: python)");
+  }
+
   /** Writes the weights and the optimizer state ({@link TrainerStateFile}), so that a run can resume. */
   @Override
   public String checkpoint(String dir) {

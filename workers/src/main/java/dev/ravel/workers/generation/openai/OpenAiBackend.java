@@ -140,6 +140,10 @@ public final class OpenAiBackend implements GenerationBackend {
       java.util.function.Consumer<String> health = url -> new ServerClient(url, http, Runnable::run, 1,
           spec.connectTimeout(), tracer, clock).checkHealth(spec.connectTimeout());
       if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
+        if (initial == null) {
+          throw new IllegalArgumentException("launch: ravel serves Ravel's TinyLm, which needs the Java trainer's"
+              + " initial weights");
+        }
         Path w = WeightsFile.write(weightsDir.resolve("weights-v" + initial.version() + ".bin"), initial);
         launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
             logDir, spec.launchTimeout(), health, spec.recordExchanges());
@@ -158,10 +162,10 @@ public final class OpenAiBackend implements GenerationBackend {
       clients.add(c);
     }
     OpenAiBackend backend = new OpenAiBackend(spec, modelName, kvTokenBudget, clients, launched, weightsDir,
-        initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
+        initial == null ? 0 : initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
         new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
-    if (spec.refit() && !spec.nativeSync() && launched == null) {
+    if (spec.refit() && !spec.nativeSync() && launched == null && initial != null) {
       // LoRA: until its first refit a run would request the base model, which a shared server may have had replaced
       // (another run's native update); its initial weights go in as its first adapter instead
       try {
@@ -174,7 +178,8 @@ public final class OpenAiBackend implements GenerationBackend {
     if (spec.refit() && spec.nativeSync() && spec.refitOwner()) {
       try {
         backend.initWeightTransfer();
-        if (launched == null) {
+        // without initial weights (a Python trainer's), the driver loads the trainer's first file before any step
+        if (launched == null && initial != null) {
           // servers of the user's serve whatever they last loaded (another run's weights, their own model): the
           // run's first requests must come from its own initial weights
           backend.nativeUpdate(initial);
@@ -351,9 +356,10 @@ public final class OpenAiBackend implements GenerationBackend {
         c.initWeightTransfer(INIT_INFO);
       } catch (IllegalStateException e) {
         throw new IllegalStateException(c.baseUrl() + " refused Ravel's weight transfer (" + e.getMessage()
-            + "). generation.weight_sync: native needs a server that reads weights files (ravel serve, or vLLM with"
-            + " a weight-transfer engine for transport 'ravel-file'); use generation.weight_sync: lora for a"
-            + " server with runtime LoRA updating, or generation.refit: false", e);
+            + "). generation.weight_sync: native needs a server that reads weights files: ravel serve, or vLLM with"
+            + " Ravel's plugin (pip install workers/src/main/vllm-plugin) started with --weight-transfer-config"
+            + " '{\"backend\":\"ravel-file\"}' and VLLM_SERVER_DEV_MODE=1; or use generation.weight_sync: lora for"
+            + " a server with runtime LoRA updating, or generation.refit: false", e);
       }
     }
   }
@@ -437,10 +443,31 @@ public final class OpenAiBackend implements GenerationBackend {
     return version; // every server lists the adapter of this version in /v1/models (checked above)
   }
 
+  /**
+   * Makes every server serve the weights in {@code file} (a Python trainer's, written where the servers read it)
+   * through vLLM's native protocol, stage by stage as {@link #updateWeights(ModelWeights)} does; the file is the
+   * trainer's and stays. With refit off, or on a worker that does not drive its shared servers, only the label
+   * changes.
+   *
+   * @throws IllegalStateException with the server's URL and message when a server refuses
+   */
+  @Override
+  public synchronized long updateWeights(dev.ravel.workers.generation.WeightsFileRef file) {
+    scrapeAll(true);
+    long version = file.version();
+    if (!spec.refit() || !spec.refitOwner()) {
+      served = new Served(modelName, version);
+      return version;
+    }
+    if (!spec.nativeSync()) {
+      throw new IllegalStateException("weight_sync: lora loads PEFT adapters, which a Python trainer does not write:"
+          + " use weight_sync: native");
+    }
+    return nativeLoad(version, file.updateInfo(), file.bytes());
+  }
+
   private long nativeUpdate(ModelWeights weights) {
     long version = weights.version();
-    String mode = spec.pauseMode();
-    boolean gate = !"keep".equals(mode);
     Path file;
     long bytes;
     String digest;
@@ -457,7 +484,19 @@ public final class OpenAiBackend implements GenerationBackend {
       s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_BYTES, bytes);
       s.set(dev.ravel.telemetry.spans.RavelAttributes.REFIT_TRANSPORT, "ravel-file");
     }
-    Map<String, Object> updateInfo = Map.of("path", file.toString(), "sha256", digest, "bytes", bytes);
+    nativeLoad(version, Map.of("path", file.toString(), "sha256", digest, "bytes", bytes), bytes);
+    // the file of the version before stays: a server could still be reading it only if its update failed
+    loadedVersions.addLast(version);
+    while (loadedVersions.size() > 2) {
+      deleteVersionFiles(loadedVersions.removeFirst());
+    }
+    return version;
+  }
+
+  /** Pause, start, update ({@code updateInfo}), finish with {@code version}, resume: on every server, stage by stage. */
+  private long nativeLoad(long version, Map<String, Object> updateInfo, long bytes) {
+    String mode = spec.pauseMode();
+    boolean gate = !"keep".equals(mode);
     if (gate) {
       refitGate.writeLock().lock();
     }
@@ -488,11 +527,6 @@ public final class OpenAiBackend implements GenerationBackend {
           refitGate.writeLock().unlock();
         }
       }
-    }
-    // the file of the version before stays: a server could still be reading it only if its update failed
-    loadedVersions.addLast(version);
-    while (loadedVersions.size() > 2) {
-      deleteVersionFiles(loadedVersions.removeFirst());
     }
     return version;
   }
