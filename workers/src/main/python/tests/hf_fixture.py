@@ -9,7 +9,6 @@ Run as ``python tests/hf_fixture.py FOLDER`` (the integration tests do) it print
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +55,14 @@ def make_model(folder: Path, tokenizer: Any, hidden: int = 128, layers: int = 2,
     model.save_pretrained(str(folder), safe_serialization=True)
 
 
-def make(folder: Path) -> dict[str, str]:
-    """Writes the checkpoint and the dataset under ``folder``; returns their paths."""
+def make(folder: Path, heads: int = 4) -> dict[str, str]:
+    """Writes the checkpoint (``heads`` attention heads over a hidden size of 128) and the dataset under
+    ``folder``; returns their paths."""
     model = folder / "model"
     data = folder / "data"
     model.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
-    make_model(model, make_tokenizer(model))
+    make_model(model, make_tokenizer(model), heads=heads)
     rows = problems()
     with (data / "train.jsonl").open("w", encoding="utf-8") as f:
         for r in rows:
@@ -74,4 +74,10 @@ def make(folder: Path) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(make(Path(sys.argv[1]))))
+    import argparse
+
+    parser = argparse.ArgumentParser(description="a tiny Hugging Face checkpoint and dataset made on disk")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--heads", type=int, default=4, help="attention heads (2: heads of 64, as vLLM's CPU takes)")
+    args = parser.parse_args()
+    print(json.dumps(make(args.folder, heads=args.heads)))

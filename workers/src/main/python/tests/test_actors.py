@@ -179,6 +179,32 @@ def test_checkpoint_is_written_atomically(trainer, tmp_path):
     assert Path(path + ".sha256").read_text().strip() == policy.weights_sha256(model)
 
 
+def test_publish_file_writes_every_tensor_once_per_version_and_keeps_the_one_before(trainer, tmp_path):
+    import hashlib
+
+    from safetensors.torch import load_file
+
+    folder = tmp_path / "weights"
+    ref = json.loads(call(trainer.publish_file, str(folder)))
+    path = Path(ref["path"])
+    assert path == (folder / "weights-v0.safetensors").absolute() and ref["version"] == 0
+    data = path.read_bytes()
+    assert ref["bytes"] == len(data) and ref["sha256"] == hashlib.sha256(data).hexdigest()
+    state = policy.state_dict_cpu(trainer.model)
+    loaded = load_file(str(path))
+    # every tensor of the state dict, tied ones included (a server's head would go stale without lm_head.weight)
+    assert set(loaded) == set(state) and all(torch.equal(loaded[k], v) for k, v in state.items())
+    assert "lm_head.weight" in loaded
+    # the same version again: the same file, not written again
+    mtime = path.stat().st_mtime_ns
+    assert json.loads(call(trainer.publish_file, str(folder))) == ref and path.stat().st_mtime_ns == mtime
+    # later versions: the file of the version before stays (a server may still read it), older ones go
+    for v in (1, 2, 3):
+        trainer.version = v
+        call(trainer.publish_file, str(folder))
+    assert sorted(os.listdir(folder)) == ["weights-v2.safetensors", "weights-v3.safetensors"]
+
+
 def test_a_trainer_resumed_from_a_checkpoint_goes_on_bit_for_bit(worker, make_telemetry, tmp_path):
     # two steps, a checkpoint, two more: a trainer resumed from the checkpoint takes the same two steps
     spec = trainer_spec(lr_scheduler="cosine", warmup_steps=1, total_steps=4)

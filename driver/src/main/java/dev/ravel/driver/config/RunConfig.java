@@ -302,12 +302,6 @@ public final class RunConfig {
     }
     String generation = get(Keys.GENERATION_RUNTIME);
     String trainer = get(Keys.TRAINER_RUNTIME);
-    boolean launchesVllm = get(Keys.BACKEND).equals(BACKEND_OPENAI) && get(Keys.LAUNCH).equals(Keys.LAUNCH_VLLM);
-    if (launchesVllm && !(generation.equals(RUNTIME_JAVA) && trainer.equals(RUNTIME_PYTHON))) {
-      throw new ConfigException(Keys.LAUNCH.dotted(), "vllm serves model.path and takes the Python trainer's weights"
-          + " files: set " + Keys.TRAINER_RUNTIME + " to python and " + Keys.GENERATION_RUNTIME + " to java (the"
-          + " workers are the servers' HTTP clients)");
-    }
     if (generation.equals(RUNTIME_JAVA) && trainer.equals(RUNTIME_PYTHON)
         && get(Keys.BACKEND).equals(BACKEND_OPENAI)) {
       validateHttpClientsOfPythonTrainer();
@@ -317,7 +311,9 @@ public final class RunConfig {
       throw new ConfigException(Keys.TRAINER_RUNTIME.dotted(), "is " + trainer + " but " + Keys.GENERATION_RUNTIME
           + " is " + generation
           + ": generation and training must hold the same model family (the java runtime serves Ravel's TinyLm,"
-          + " the python one a transformers model); set both to " + trainer + " or both to " + generation);
+          + " the python one a transformers model); set both to " + trainer + " or both to " + generation
+          + (trainer.equals(RUNTIME_PYTHON) ? ", or make the java workers the HTTP clients of vLLM servers ("
+              + Keys.BACKEND + ": openai, " + Keys.LAUNCH + ": vllm)" : ""));
     }
     if (get(Keys.TRAINER_WORKERS) > 1 && !trainer.equals(RUNTIME_PYTHON)) {
       throw new ConfigException(Keys.TRAINER_WORKERS.dotted(), get(Keys.TRAINER_WORKERS) + " ranks train together with"
@@ -465,6 +461,11 @@ public final class RunConfig {
    * {@code model.dtype} ({@code auto}: float32 on the CPU, as the trainer), eager.
    */
   private String vllmLaunchCommand() {
+    if (!(get(Keys.GENERATION_RUNTIME).equals(RUNTIME_JAVA) && get(Keys.TRAINER_RUNTIME).equals(RUNTIME_PYTHON))) {
+      throw new ConfigException(Keys.LAUNCH.dotted(), "vllm serves model.path and takes the Python trainer's weights"
+          + " files: set " + Keys.TRAINER_RUNTIME + " to python and " + Keys.GENERATION_RUNTIME + " to java (the"
+          + " workers are the servers' HTTP clients)");
+    }
     String model = get(Keys.MODEL_PATH);
     if (model.isBlank()) {
       throw new ConfigException(Keys.MODEL_PATH.dotted(), "launch: vllm serves your Hugging Face checkpoint: set"

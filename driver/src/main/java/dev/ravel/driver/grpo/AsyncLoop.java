@@ -100,6 +100,9 @@ final class AsyncLoop {
     try (ScopedSpan s = steps.start(step, version)) {
       try {
         if (step == firstStep) {
+          if (actors.initialRefitPending()) { // servers that load the trainer's files: its initial weights first
+            calls += clock.time(Phase.REFIT, actors::initialRefit);
+          }
           long v = version;
           clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v, null).get());
           calls++;

@@ -71,6 +71,7 @@ final class GrpoActors {
   private ObjectRef<?> served;
   /** Where the Python trainer writes the weights files servers load ({@code runs/<id>/weights}); null otherwise. */
   private java.nio.file.Path weightsDir;
+  private boolean initialRefitPending;
   /** Where the driver's refit stage ({@code rl.refit.put}) goes; no-op in tests that build actors by hand. */
   private dev.ravel.telemetry.spans.Spans spans = dev.ravel.telemetry.spans.Spans.noop();
 
@@ -190,10 +191,27 @@ final class GrpoActors {
     actors.weightsDir = settings.weightsFiles() ? session.telemetry().config().runDir().resolve("weights") : null;
     if (from != null && from.pythonStateFile() != null) {
       actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
-    } else if (actors.weightsDir != null) {
-      actors.refitFromTrainer(0); // servers shared with other runs hold whatever they last loaded: this run's own
+    } else {
+      // servers shared with other runs hold whatever they last loaded: the first step loads this run's own
+      actors.initialRefitPending = actors.weightsDir != null;
     }
     return actors;
+  }
+
+  /**
+   * Whether the workers' servers must load the trainer's initial weights before the first step generates (Java
+   * HTTP clients beside the Python trainer, a fresh run): the first step does it in its refit phase, so that the
+   * refit is in a step's trace like every other.
+   */
+  boolean initialRefitPending() {
+    return initialRefitPending;
+  }
+
+  /** The refit {@link #initialRefitPending()} asks for; returns the actor calls made. */
+  int initialRefit() {
+    int calls = refitFromTrainer(0);
+    initialRefitPending = false;
+    return calls;
   }
 
   /**

@@ -75,6 +75,8 @@ final class SyncLoop {
         if (lastUpdate != null) { // the first step (of a run, or of a resumed run) serves what the workers have
           TrainOutcome update = lastUpdate;
           calls += clock.time(Phase.REFIT, () -> actors.refit(update));
+        } else if (actors.initialRefitPending()) { // servers that load the trainer's files: its initial weights
+          calls += clock.time(Phase.REFIT, actors::initialRefit);
         }
         Evaluation eval = settings.data() == null ? null : settings.data().eval();
         dev.ravel.telemetry.runs.StepRecord.Eval scores = null;

@@ -538,6 +538,52 @@ final class RunConfigTest {
   }
 
   @Test
+  void runtime_javaHttpClientsBesideThePythonTrainer_launchVllmComposesItsServeCommand() {
+    RunConfig c = RunConfig.load(null, List.of("trainer.runtime=python", "generation.backend=openai",
+        "generation.launch=vllm", "model.path=relative/ckpt", "data.train=[train.jsonl]", "generation.vllm=/venv/bin/vllm",
+        "run.seed=9"), Map.of());
+
+    assertThat(c.pythonWorkers()).isTrue();
+    assertThat(c.pythonGeneration()).isFalse();
+    dev.ravel.workers.generation.openai.ServerBackendSpec spec = c.serverBackend();
+    assertThat(spec.launches()).isTrue();
+    assertThat(spec.launch()).isEmpty();
+    String folder = java.nio.file.Path.of("relative/ckpt").toAbsolutePath().normalize().toString();
+    // no GPU asked for: vLLM's CPU platform, float32 as the trainer, eager
+    assertThat(spec.launchCommand()).isEqualTo("env VLLM_SERVER_DEV_MODE=1 VLLM_TARGET_DEVICE=cpu"
+        + " VLLM_CPU_KVCACHE_SPACE=1 /venv/bin/vllm serve " + folder + " --host {host} --port {port}"
+        + " --served-model-name {model} --dtype float32 --seed 9 --weight-transfer-config {\"backend\":\"ravel-file\"}"
+        + " --logprobs-mode processed_logprobs --generation-config vllm --enforce-eager");
+  }
+
+  @Test
+  void runtime_javaHttpClientsBesideThePythonTrainer_whatCannotWorkIsRejectedNamingTheKey() {
+    List<String> base = List.of("trainer.runtime=python", "generation.backend=openai", "data.train=[train.jsonl]");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm"), Map.of()),
+        "model.path").getMessage()).contains("launch: vllm serves your Hugging Face checkpoint");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=ravel", "model.path=/m"),
+        Map.of()), "generation.launch").getMessage()).contains("ravel serves Ravel's TinyLm");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "generation.weight_sync=lora"), Map.of()), "generation.weight_sync").getMessage()).contains("PEFT");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "generation.launch_command=vllm serve --port {port}"), Map.of()), "generation.launch_command").getMessage())
+        .contains("keep one");
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.backend=openai",
+        "generation.launch=vllm", "model.path=/m"), Map.of()), "generation.launch").getMessage())
+        .contains("trainer.runtime to python");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm",
+        "model.path=/my models/ckpt"), Map.of()), "model.path").getMessage()).contains("holds a space");
+    assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.launch=docker"), Map.of()),
+        "generation.launch").getMessage()).contains("'docker'").contains("ravel, vllm");
+  }
+
+  private static List<String> concat(List<String> base, String... more) {
+    List<String> out = new java.util.ArrayList<>(base);
+    out.addAll(List.of(more));
+    return out;
+  }
+
+  @Test
   void runtime_unknown_isRejectedWithTheValidOnes() {
     ConfigException e = assertConfigError(() -> RunConfig.load(null, List.of("generation.runtime=rust"), Map.of()),
         "generation.runtime");

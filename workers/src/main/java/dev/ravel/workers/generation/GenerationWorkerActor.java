@@ -30,15 +30,32 @@ import org.slf4j.LoggerFactory;
 public final class GenerationWorkerActor extends RavelActor implements GenerationWorker {
   private static final Logger LOG = LoggerFactory.getLogger(GenerationWorkerActor.class);
   private final GenerationBackend backend;
+  /**
+   * Why the backend could not start (a server down, refusing Ravel's weight transfer, a launch that failed), or
+   * null. Kept rather than thrown from the constructor: Ray reports a failed actor creation to the caller only as
+   * "the actor died", so every call answers with this message instead, and the driver's first call (before any
+   * step) stops the run with it.
+   */
+  private final RuntimeException startFailure;
 
   public GenerationWorkerActor(Payload<GenerationWorkerSpec> specPayload) {
     GenerationWorkerSpec spec = specPayload.value();
     TelemetryConfig t = telemetry().config();
     if (spec.servers() != null) {
-      this.backend = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
-          spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir(),
-          OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio())).spans(spans());
+      GenerationBackend started = null;
+      RuntimeException failure = null;
+      try {
+        started = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
+            spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir(),
+            OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio())).spans(spans());
+      } catch (RuntimeException e) {
+        LOG.error("the generation backend did not start: {}", e.getMessage(), e);
+        failure = e;
+      }
+      this.backend = started;
+      this.startFailure = failure;
     } else {
+      this.startFailure = null;
       EngineConfig config = EngineConfig.builder()
           .kvTokenBudget(spec.kvTokenBudget())
           .maxRunningRequests(spec.maxRunningRequests())
@@ -53,12 +70,20 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
     }
   }
 
+  /** The backend; the reason it did not start, as this call's failure, when it did not. */
+  private GenerationBackend backend() {
+    if (startFailure != null) {
+      throw new IllegalStateException(startFailure.getMessage(), startFailure);
+    }
+    return backend;
+  }
+
   @Override
   public List<GenerationResult> generate(List<GenerationRequest> requests) {
     TraceCarrier here = TraceCarrier.current();
     // the answer travels in the binary wire form a Python worker's does (ResultWire), not as serialized objects
     return dev.ravel.workers.engine.ResultWire.serializable(
-        backend.generate(requests.stream().map(r -> r.withCarrier(here)).toList()));
+        backend().generate(requests.stream().map(r -> r.withCarrier(here)).toList()));
   }
 
   @Override
@@ -87,14 +112,14 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
     }
     long served;
     if (file != null) {
-      served = backend.updateWeights(file); // over HTTP: the backend opens its own stages (pause, load, resume)
-    } else if (backend instanceof EmbeddedBackend) {
+      served = backend().updateWeights(file); // over HTTP: the backend opens its own stages (pause, load, resume)
+    } else if (backend() instanceof EmbeddedBackend) {
       try (var s = spans().start(SpanGroup.REFIT, SpanNames.REFIT_LOAD)) {
         s.set(RavelAttributes.REFIT_BYTES, w.byteSize());
-        served = backend.updateWeights(w);
+        served = backend().updateWeights(w);
       }
     } else {
-      served = backend.updateWeights(w); // over HTTP: the backend opens its own stages (transfer, pause, load, resume)
+      served = backend().updateWeights(w); // over HTTP: the backend opens its own stages (transfer, pause, load, resume)
     }
     // the worker's span says which version the engine confirmed serving when the call ended
     io.opentelemetry.api.trace.Span.current().setAttribute(RavelAttributes.WEIGHT_VERSION,
@@ -104,7 +129,7 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
 
   @Override
   public EngineStats engineStats() {
-    return backend.stats();
+    return backend().stats();
   }
 
   /**
@@ -114,6 +139,9 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
    */
   @Override
   public ExportStats flushTelemetry(long timeoutMs) {
+    if (backend == null) { // it never started: nothing to stop, no server of its own to count
+      return super.flushTelemetry(timeoutMs);
+    }
     try {
       backend.close();
     } catch (RuntimeException e) {

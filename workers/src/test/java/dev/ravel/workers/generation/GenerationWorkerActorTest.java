@@ -217,6 +217,23 @@ final class GenerationWorkerActorTest {
     assertThat(stats.kvTokenBudget()).isEqualTo(512);
   }
 
+  @Test
+  void calls_serversThatCannotBeReached_answerWithWhyTheBackendDidNotStart() throws Exception {
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = free.getLocalPort(); // closed again: nothing listens there
+    }
+    String url = "http://127.0.0.1:" + port;
+    GenerationWorkerActor worker = new GenerationWorkerActor(Payload.of(new GenerationWorkerSpec(4096, 8, "test-model",
+        TOKENIZER.eos(), null, dev.ravel.workers.generation.openai.ServerBackendSpec.builder().servers(List.of(url))
+            .connectTimeout(java.time.Duration.ofSeconds(2)).build())));
+
+    // Ray would report a constructor's exception only as "the actor died": each call says why instead
+    assertThatThrownBy(worker::engineStats).isInstanceOf(IllegalStateException.class).hasMessageContaining(url);
+    assertThatThrownBy(() -> worker.generate(requests(2, 0))).hasMessageContaining(url);
+    assertThat(worker.flushTelemetry(1000)).isNotNull(); // the session's closing call still answers
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static GenerationWorkerActor worker(int kvBudget, int maxRunning, int eos, ModelWeights initial) {

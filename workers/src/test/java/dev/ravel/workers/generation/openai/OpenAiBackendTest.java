@@ -507,6 +507,31 @@ class OpenAiBackendTest {
   }
 
   @Test
+  void updateWeights_aTrainersWeightsFile_goesToEveryStageAsIsAndTheFileStays() throws IOException {
+    // without initial weights (a Python trainer's run) the servers are only initialised: the driver loads its first file
+    backend = OpenAiBackend.start(given().build(), "ravel-tiny", null, 4096, 64, otel, dir);
+    Path file = java.nio.file.Files.writeString(dir.resolve("weights-v4.safetensors"), "trainer's bytes");
+    String digest = OpenAiBackend.sha256(java.nio.file.Files.readAllBytes(file));
+    dev.ravel.workers.generation.WeightsFileRef ref = new dev.ravel.workers.generation.WeightsFileRef(file.toString(),
+        digest, java.nio.file.Files.size(file), 4);
+
+    long served = backend.updateWeights(ref);
+    GenerationResult r = backend.generate(request("r1", 3, null));
+
+    assertThat(served).isEqualTo(4);
+    assertThat(adminCalls).containsExactly("init ravel-file",
+        "pause mode=wait&clear_cache=false", "start", "update", "finish 4", "resume");
+    assertThat(updates).singleElement().satisfies(info -> {
+      assertThat(info.get("path").asText()).isEqualTo(file.toString());
+      assertThat(info.get("sha256").asText()).isEqualTo(digest);
+      assertThat(info.get("bytes").asLong()).isEqualTo(java.nio.file.Files.size(file));
+      assertThat(info.has("version")).isFalse(); // the version is finish_weight_update's
+    });
+    assertThat(r.weightVersion()).isEqualTo(4);
+    assertThat(file).exists(); // the trainer's to keep or remove
+  }
+
+  @Test
   void updateWeights_inflightUpdates_pausesToKeep() {
     backend(given().inflightUpdates(true));
 
