@@ -480,9 +480,13 @@ public final class RunConfig {
     }
     boolean cpu = get(Keys.GENERATION_NUM_GPUS) == 0 || get(Keys.GENERATION_DEVICE).equals("cpu");
     String dtype = get(Keys.DTYPE).equals("auto") ? (cpu ? "float32" : "auto") : get(Keys.DTYPE);
+    boolean traced = telemetry().enabled() && telemetry().engineTracing();
     List<String> parts = new ArrayList<>(List.of("env", "VLLM_SERVER_DEV_MODE=1"));
     if (cpu) {
       parts.addAll(List.of("VLLM_TARGET_DEVICE=cpu", "VLLM_CPU_KVCACHE_SPACE=1"));
+    }
+    if (traced) { // vLLM's exporter defaults to gRPC: the run's receiver speaks OTLP/HTTP protobuf
+      parts.add("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf");
     }
     parts.addAll(List.of(get(Keys.VLLM), "serve", folder, "--host", "{host}", "--port", "{port}",
         "--served-model-name", "{model}", "--dtype", dtype, "--seed", Long.toString(get(Keys.SEED)),
@@ -490,6 +494,9 @@ public final class RunConfig {
         "--generation-config", "vllm"));
     if (cpu) {
       parts.add("--enforce-eager");
+    }
+    if (traced) { // engine tracing: vLLM's llm_request spans to the run's own receiver on the worker's node
+      parts.addAll(List.of("--otlp-traces-endpoint", dev.ravel.workers.generation.openai.OpenAiBackend.OTLP_ENDPOINT));
     }
     return String.join(" ", parts);
   }

@@ -141,6 +141,49 @@ final class GrpoVllmIT {
   }
 
   @Test
+  void engineTracing_vllmsOwnSpansAreChildrenOfTheWorkersCallsForExactlyTheSampledRequestsAndCounted()
+      throws Exception {
+    int n = 3;
+    int group = 8;
+    double ratio = 0.25;
+    Path runs = tmp.resolve("runs");
+    RavelCommand.Result r = run("it-vllm-traced", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=1",
+        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio);
+    assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+    Path runDir = runs.resolve("it-vllm-traced");
+    RunTraces traces = RunTraces.readDir(runDir);
+    assertThat(traces.problems()).isEmpty();
+    Map<String, SpanRecord> byId = traces.spans().stream()
+        .collect(Collectors.toMap(SpanRecord::spanId, s -> s, (a, b) -> a));
+
+    // a group is one request of n = 8 choices, sampled by its id (s<step>-p<prompt>) as the engine sampler decides;
+    // vLLM traces exactly the requests whose traceparent says sampled, one llm_request per choice
+    long sampledGroups = 0;
+    for (int step = 0; step < n; step++) {
+      for (int p = 0; p < 32; p++) {
+        sampledGroups += dev.ravel.workers.engine.RequestSampler.inRatio("s" + step + "-p" + p, ratio) ? 1 : 0;
+      }
+    }
+    List<SpanRecord> requests = traces.named("llm_request");
+    assertThat(sampledGroups).isPositive();
+    assertThat(requests).hasSize((int) sampledGroups * group).allSatisfy(s -> {
+      assertThat(s.role()).isEqualTo("inference_server");
+      assertThat(s.resource()).containsEntry("rl.run.id", "it-vllm-traced").containsEntry("service.name", "ravel");
+      assertThat(byId.get(s.parentSpanId()).name()).isEqualTo("rl.worker.generate");
+      assertThat(s.attributes()).containsKeys("gen_ai.latency.time_in_queue", "gen_ai.latency.time_in_model_prefill",
+          "gen_ai.latency.time_in_model_decode", "gen_ai.latency.e2e");
+    });
+    TraceQuality quality = TraceQuality.of(traces.spans());
+    assertThat(quality.generationCoverage()).hasValue(1.0);
+    assertThat(quality.connectedness()).hasValue(1.0);
+    // vLLM's model loading is the run's too: traces of its own, apart from the steps'
+    assertThat(quality.serverStartupSpans()).isNotEmpty();
+    // every span received from vLLM was written, and the run's totals count them with every process's
+    int spans = traces.spans().size();
+    assertThat(r.stdout()).contains("spans: " + spans + " ended = " + spans + " exported + 0 failed + 0 dropped (file)");
+  }
+
+  @Test
   void launch_serverWithoutRavelsBackend_stopsTheRunAtStartNamingItAndTheFlag() throws Exception {
     // vllm serve as a user would start it without Ravel's weight-transfer backend (its RL routes on)
     String command = "env VLLM_SERVER_DEV_MODE=1 VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 " + vllm + " serve "

@@ -4,6 +4,7 @@ import dev.ravel.telemetry.spans.SpanNames;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalDouble;
+import java.util.Set;
 import java.util.function.Predicate;
 
 /**
@@ -66,10 +67,42 @@ public final class TraceQuality {
     return OptionalDouble.of((double) worker.stream().filter(this::connected).count() / worker.size());
   }
 
-  /** Spans from worker processes: every role but the driver's and the job submitter's. */
+  /**
+   * Spans from worker processes: every role but the driver's and the job submitter's, less an inference server's
+   * own start-up ({@link #serverStartupSpans()}), which no step caused.
+   */
   public List<SpanRecord> workerSpans() {
-    return spans.stream().filter(s -> !s.role().equals("driver") && !s.role().equals("submitter")).toList();
+    Set<String> startup = startupTraces();
+    return spans.stream().filter(s -> !s.role().equals("driver") && !s.role().equals("submitter"))
+        .filter(s -> !startup.contains(s.traceId())).toList();
   }
+
+  /**
+   * An inference server's own start-up, traced by the server itself (vLLM's model loading: {@code Overall Loading},
+   * {@code Load weights}, ...): the spans of traces that hold nothing but a server's spans under a root that is not
+   * Ravel's ({@code rl.*}). They belong to the run, not to any step.
+   */
+  public List<SpanRecord> serverStartupSpans() {
+    Set<String> startup = startupTraces();
+    return spans.stream().filter(s -> startup.contains(s.traceId())).toList();
+  }
+
+  private Set<String> startupTraces() {
+    Map<String, List<SpanRecord>> byTrace = spans.stream().collect(java.util.stream.Collectors.groupingBy(
+        SpanRecord::traceId));
+    Set<String> out = new java.util.HashSet<>();
+    byTrace.forEach((trace, in) -> {
+      boolean serverOnly = in.stream().allMatch(s -> s.role().equals(SERVER_ROLE));
+      boolean foreignRoot = in.stream().filter(SpanRecord::isRoot).anyMatch(s -> !s.name().startsWith("rl."));
+      if (serverOnly && foreignRoot) {
+        out.add(trace);
+      }
+    });
+    return out;
+  }
+
+  /** The role of an inference server's spans ({@code ravel serve}'s, and a launched vLLM's as the run receives them). */
+  static final String SERVER_ROLE = "inference_server";
 
   /**
    * The worker-process spans that do not reach a step root. An empty list says nothing unless

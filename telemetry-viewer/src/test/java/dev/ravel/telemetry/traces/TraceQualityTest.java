@@ -41,6 +41,24 @@ class TraceQualityTest {
   }
 
   @Test
+  void workerSpans_anInferenceServersOwnStartupTrace_isLeftOutAndShownApart() {
+    String startupTrace = "0".repeat(31) + "2";
+    SpanRecord loading = new SpanRecord(startupTrace, String.format("%016x", 50), "", "Overall Loading", 1, 0, 1, 0,
+        "", Map.of(), Map.of("rl.process.role", "inference_server"), List.of(), List.of(), "test");
+    TraceQuality q = TraceQuality.of(List.of(
+        span(1, 0, "rl.grpo.step", "driver"),
+        span(2, 1, "rl.vllm.generate", "driver"),
+        span(3, 2, "rl.worker.generate", "generation_worker"),
+        span(4, 3, "llm_request", "inference_server"),
+        loading));
+
+    assertThat(q.serverStartupSpans()).containsExactly(loading);
+    assertThat(q.workerSpans()).extracting(SpanRecord::name).containsExactly("rl.worker.generate", "llm_request");
+    assertThat(q.connectedness()).hasValue(1.0);
+    assertThat(q.generationCoverage()).hasValue(1.0);
+  }
+
+  @Test
   void figures_aRequestOutsideAnyGenerateCallAndAMissingParent_countAgainstEach() {
     TraceQuality q = TraceQuality.of(List.of(
         span(1, 0, "rl.grpo.step", "driver"),

@@ -18,6 +18,7 @@ import dev.ravel.workers.model.ModelWeights;
 import dev.ravel.workers.model.TinyLm;
 import io.ray.api.ObjectRef;
 import java.util.List;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,6 +30,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class GenerationWorkerActor extends RavelActor implements GenerationWorker {
   private static final Logger LOG = LoggerFactory.getLogger(GenerationWorkerActor.class);
+  /** The role of a launched server's spans, as {@code ravel serve}'s own. */
+  static final String SERVER_ROLE = "inference_server";
   private final GenerationBackend backend;
   /**
    * Why the backend could not start (a server down, refusing Ravel's weight transfer, a launch that failed), or
@@ -47,7 +50,10 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
       try {
         started = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
             spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir(),
-            OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio())).spans(spans());
+            OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio()),
+            // what the run's OTLP receiver gives a launched server's resource (vLLM sets none of it)
+            Map.of(RavelAttributes.RUN_ID.getKey(), t.runId(), RavelAttributes.PROCESS_ROLE.getKey(), SERVER_ROLE,
+                RavelAttributes.SERVICE_NAME.getKey(), t.serviceName())).spans(spans());
       } catch (RuntimeException e) {
         LOG.error("the generation backend did not start: {}", e.getMessage(), e);
         failure = e;

@@ -52,6 +52,8 @@ public final class OpenAiBackend implements GenerationBackend {
   private final int kvTokenBudget;
   private final List<ServerClient> clients;
   private final LaunchedServer launched;
+  /** The run's OTLP receiver for the launched server's spans; null when it exports none (or none was launched). */
+  private OtlpReceiver receiver;
   private final Path weightsDir;
   private final AtomicInteger next = new AtomicInteger();
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
@@ -91,6 +93,7 @@ public final class OpenAiBackend implements GenerationBackend {
     this.clients = List.copyOf(clients);
     this.launched = launched;
     this.weightsDir = weightsDir;
+    // set by start once constructed (the launch needs its endpoint first)
     this.served = new Served(modelName, initialVersion);
   }
 
@@ -115,6 +118,38 @@ public final class OpenAiBackend implements GenerationBackend {
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
       java.util.function.Predicate<String> traced) {
+    return start(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced, Map.of());
+  }
+
+  /**
+   * As above; a launch command that names {@value #OTLP_ENDPOINT} gets the endpoint of the run's own OTLP receiver
+   * there ({@link OtlpReceiver}, on a loopback port of this node), which writes what the launched server exports
+   * into {@code logDir} with {@code serverResource}'s attributes on its resource, and counts it.
+   */
+  public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
+      int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
+      java.util.function.Predicate<String> traced, Map<String, String> serverResource) {
+    OtlpReceiver receiver = spec.launchCommand().contains(OTLP_ENDPOINT) ? OtlpReceiver.start(logDir, serverResource)
+        : null;
+    try {
+      OpenAiBackend b = startWith(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced,
+          receiver);
+      b.receiver = receiver;
+      return b;
+    } catch (RuntimeException e) {
+      if (receiver != null) {
+        receiver.close();
+      }
+      throw e;
+    }
+  }
+
+  /** The placeholder of a launch command that becomes the run's OTLP traces endpoint for the server it launches. */
+  public static final String OTLP_ENDPOINT = "{otlp_traces_endpoint}";
+
+  private static OpenAiBackend startWith(ServerBackendSpec spec, String modelName, ModelWeights initial,
+      int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
+      java.util.function.Predicate<String> traced, OtlpReceiver receiver) {
     // the client's own tasks and the threads that send requests and wait for their responses
     ExecutorService httpExecutor = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "ravel-http-client");
@@ -148,7 +183,8 @@ public final class OpenAiBackend implements GenerationBackend {
         launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
             logDir, spec.launchTimeout(), health, spec.recordExchanges());
       } else {
-        launched = LaunchedServer.fromTemplate(spec.launchCommand(), modelName, logDir, spec.launchTimeout(), health);
+        launched = LaunchedServer.fromTemplate(spec.launchCommand().replace(OTLP_ENDPOINT,
+            receiver == null ? "" : receiver.endpoint()), modelName, logDir, spec.launchTimeout(), health);
       }
       urls = List.of(launched.url());
     }
@@ -246,7 +282,11 @@ public final class OpenAiBackend implements GenerationBackend {
 
   @Override
   public synchronized ExportStats launchedSpanCounts() {
-    return launched == null || !closed ? ExportStats.NONE : launched.spanCounts().orElse(ExportStats.NONE);
+    if (launched == null || !closed) {
+      return ExportStats.NONE;
+    }
+    ExportStats own = launched.spanCounts().orElse(ExportStats.NONE);
+    return receiver == null ? own : own.plus(receiver.counts());
   }
 
   /**
@@ -625,6 +665,9 @@ public final class OpenAiBackend implements GenerationBackend {
     httpExecutor.shutdown();
     if (launched != null) {
       launched.close();
+    }
+    if (receiver != null) { // after the server: what it flushed as it stopped is in
+      receiver.close();
     }
     try (Stream<Path> files = Files.list(weightsDir)) {
       files.forEach(OpenAiBackend::deleteQuietly);
