@@ -97,6 +97,11 @@ final class GrpoVllmIT {
     assertThat(steps).hasSize(n).allSatisfy(s -> {
       assertThat(s.trajectories()).isEqualTo(32 * 8); // full batches: every completion came back
       assertThat(s.lag().maxAge()).isZero(); // sync: each step's completions are of the weights it started with
+      // vLLM's own /metrics, scraped per step over both servers: every completion a request of its own to the
+      // engine, its queue time and preemptions (what spans do not keep) in the step's engine series
+      assertThat(s.engine().requests()).isEqualTo(32 * 8);
+      assertThat(s.engine().queueTimeMean()).isNotNull().isNotNegative();
+      assertThat(s.engine().preemptions()).isNotNegative();
     });
     assertLearned(steps, "sync");
 

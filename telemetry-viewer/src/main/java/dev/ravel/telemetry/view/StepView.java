@@ -124,6 +124,9 @@ public final class StepView {
     Builder b = new Builder(s, depth);
     seen.add(s.spanId());
     List<SpanRecord> kids = new ArrayList<>(childrenOf.getOrDefault(s.spanId(), List.of()));
+    if (kids.isEmpty()) {
+      kids.addAll(lifecycleOf(s));
+    }
     kids.sort(ORDER);
     for (SpanRecord k : kids) {
       if (!seen.contains(k.spanId())) {
@@ -131,6 +134,39 @@ public final class StepView {
       }
     }
     return b;
+  }
+
+  /** vLLM's own measures of an {@code llm_request}'s stages, in seconds, in the order they tile it. */
+  private static final List<Map.Entry<String, String>> VLLM_STAGES = List.of(
+      Map.entry("gen_ai.latency.time_in_queue", dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_QUEUED),
+      Map.entry("gen_ai.latency.time_in_model_prefill", dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_PREFILL),
+      Map.entry("gen_ai.latency.time_in_model_decode", dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST_DECODE));
+  /** The attribute a stage drawn from an attribute carries: the attribute's name. */
+  static final String DRAWN_FROM = "rl.view.drawn_from";
+
+  /**
+   * An {@code llm_request} without lifecycle children of its own (vLLM's) drawn with them all the same: its queue,
+   * prefill and decode times ({@code gen_ai.latency.*}, seconds) as consecutive children from its start, clipped to
+   * its end, each saying which attribute it was drawn from ({@value #DRAWN_FROM}). Only in the views: a run's span
+   * records and counts are what the processes exported.
+   */
+  static List<SpanRecord> lifecycleOf(SpanRecord s) {
+    if (!s.name().equals(dev.ravel.telemetry.spans.SpanNames.LLM_REQUEST)) {
+      return List.of();
+    }
+    List<SpanRecord> out = new ArrayList<>();
+    long t = s.startNanos();
+    long end = Math.max(s.startNanos(), s.endNanos());
+    for (Map.Entry<String, String> stage : VLLM_STAGES) {
+      if (!(s.attributes().get(stage.getKey()) instanceof Number seconds) || seconds.doubleValue() < 0) {
+        return out.isEmpty() ? List.of() : out;
+      }
+      long to = Math.min(end, t + Math.round(seconds.doubleValue() * 1e9));
+      out.add(new SpanRecord(s.traceId(), s.spanId() + "/" + stage.getValue(), s.spanId(), stage.getValue(), 1, t, to,
+          0, "", Map.of(DRAWN_FROM, stage.getKey()), s.resource(), List.of(), List.of(), s.source()));
+      t = to;
+    }
+    return out;
   }
 
   /**

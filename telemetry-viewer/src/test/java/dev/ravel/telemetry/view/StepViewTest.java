@@ -105,6 +105,36 @@ final class StepViewTest {
         .containsExactly(Map.entry("data_processing", 25 * MS), Map.entry("custom.phase", 10 * MS));
   }
 
+  @Test
+  void nodes_vllmsLlmRequestWithoutChildren_isDrawnWithItsQueuePrefillAndDecodeFromItsAttributes() {
+    String t = tid(6);
+    RunView v = RunView.of(List.of(
+        span(t, 1, 0, "rl.grpo.step", 0, 100).attr("rl.step", 1L).build(),
+        span(t, 2, 1, "rl.worker.generate", 0, 90).in(TestSpans.WORKER_1).build(),
+        span(t, 3, 2, "llm_request", 10, 60).in(TestSpans.WORKER_1).attr("gen_ai.latency.time_in_queue", 0.005)
+            .attr("gen_ai.latency.time_in_model_prefill", 0.010).attr("gen_ai.latency.time_in_model_decode", 0.050)
+            .build()));
+
+    SpanNode request = v.step(1).orElseThrow().nodes().stream().filter(n -> n.span().name().equals("llm_request"))
+        .findFirst().orElseThrow();
+    assertThat(request.children()).extracting(n -> n.span().name())
+        .containsExactly("llm_request.queued", "llm_request.prefill", "llm_request.decode");
+    // consecutive from the request's start; the decode clipped to its end (10 + 5 + 10 + 50 > 60)
+    assertThat(request.children()).extracting(n -> n.span().startNanos() - TestSpans.T0)
+        .containsExactly(10 * MS, 15 * MS, 25 * MS);
+    assertThat(request.children()).extracting(n -> n.span().endNanos() - TestSpans.T0)
+        .containsExactly(15 * MS, 25 * MS, 60 * MS);
+    assertThat(request.children()).allSatisfy(n -> assertThat(n.span().attributes()).containsKey(StepView.DRAWN_FROM));
+  }
+
+  @Test
+  void nodes_anLlmRequestWithItsOwnLifecycle_keepsIt() {
+    List<SpanRecord> spans = TestSpans.all();
+    RunView v = RunView.of(spans);
+    assertThat(v.steps()).allSatisfy(step -> assertThat(step.nodes())
+        .noneMatch(n -> n.span().attributes().containsKey(StepView.DRAWN_FROM)));
+  }
+
   // ---------------------------------------------------------------- goodput
 
   @Test
