@@ -6,7 +6,11 @@ import static org.assertj.core.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.RavelCommand;
-import dev.ravel.it.support.SharedRayHead;
+import dev.ravel.driver.cluster.LocalRayHead;
+import dev.ravel.driver.cluster.RayHome;
+import dev.ravel.driver.session.RayVersions;
+import dev.ravel.it.support.OtlpHttpSink;
+import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
@@ -17,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -25,6 +30,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,8 +42,11 @@ import org.junit.jupiter.api.io.TempDir;
  * vllm}), {@code bin/ravel run} on a real Ray head. The reward rises (margin 0.3 over the mean of the first and the
  * last 3 steps, as YourModelIT's: over 4 standard errors of 32 groups of 8); every weight version reached every
  * server through vLLM's own routes in vLLM's order (read from the server's own access log); the refit's stages are
- * spans; the counts add up. A server started without Ravel's weight-transfer backend stops the run at start with
- * one line naming it and the flag to add.
+ * spans; the counts add up. With engine tracing (sync, ratio 0.25) vLLM's own {@code llm_request} spans of exactly
+ * the sampled requests reach the run's records as children of the workers' calls; without it (async) vLLM traces
+ * nothing; either way nothing reaches the OTLP endpoint the head inherited from its shell (the seed's caveat 3). A
+ * server started without Ravel's weight-transfer backend stops the run at start with one line naming it and the
+ * flag to add.
  */
 final class GrpoVllmIT {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -54,9 +63,33 @@ final class GrpoVllmIT {
   static Path train;
   static Path code;
   static Path vllm;
+  /** Where the shell that started the head pointed OpenTelemetry (the seed's caveat 3): nothing may arrive. */
+  static OtlpHttpSink inherited;
+  static LocalRayHead head;
+  static Map<String, String> env;
+
+  @AfterAll
+  static void stop() {
+    if (head != null) {
+      head.close();
+    }
+    if (inherited != null) {
+      inherited.close();
+    }
+  }
 
   @BeforeAll
   static void fixture() throws Exception {
+    // a head as a user's shell starts it with OTLP exported: every process on it inherits the endpoint, and vLLM
+    // would read it; Ravel's runs on it must send nothing there, engine tracing on or off
+    inherited = new OtlpHttpSink();
+    head = LocalRayHead.builder(RayHome.locate(TestEnv.clean())).environment(TestEnv.clean())
+        .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", inherited.baseUrl() + "/v1/traces")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", inherited.baseUrl())
+        .env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf").start();
+    env = new HashMap<>(TestEnv.clean());
+    env.put("RAY_ADDRESS", head.address());
+    env.put(RayVersions.DASHBOARD_ENV, head.dashboardUrl().toString());
     String venv = System.getProperty("ravel.vllm.cpu.venv", "");
     if (venv.isBlank() || venv.startsWith("${")) {
       fail("system property ravel.vllm.cpu.venv is not set: run the integration tests with scripts/test-all.sh (it"
@@ -82,14 +115,16 @@ final class GrpoVllmIT {
         "reward.function=it_vllm_rewards:first_answer", "reward.code_path=[" + code + "]", "generation.vllm=" + vllm,
         "generation.launch_timeout_s=900", "telemetry.run_id=" + id, "telemetry.runs_dir=" + runs));
     args.addAll(List.of(overrides));
-    return RavelCommand.run(SharedRayHead.env(), 1500, args.toArray(String[]::new));
+    return RavelCommand.run(env, 1500, args.toArray(String[]::new));
   }
 
   @Test
-  void sync_learnsAndEveryVersionReachesEveryServerThroughVllmsRoutesInOrder() throws Exception {
+  void sync_learnsEveryVersionReachesEveryServerInOrderAndVllmsSpansAreInTheSteps() throws Exception {
     int n = 30;
+    double ratio = 0.25;
     Path runs = tmp.resolve("runs");
-    RavelCommand.Result r = run("it-vllm-sync", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=2");
+    RavelCommand.Result r = run("it-vllm-sync", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=2",
+        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio);
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     Path runDir = runs.resolve("it-vllm-sync");
 
@@ -114,11 +149,43 @@ final class GrpoVllmIT {
     RunTraces traces = RunTraces.readDir(runDir);
     assertThat(traces.problems()).isEmpty();
     assertThat(traces.named("rl.grpo.step")).hasSize(n);
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     assertRefitSpans(traces, runDir, n, 2);
-    // every span ended was exported to the file, and the folder holds exactly those
+    assertVllmSpans(traces, "it-vllm-sync", n, ratio);
+    // every span ended was exported to the file, vLLM's received by the run's receivers too, and the folder holds
+    // exactly those
     int spans = traces.spans().size();
     assertThat(r.stdout()).contains("spans: " + spans + " ended = " + spans + " exported + 0 failed + 0 dropped (file)");
+    assertThat(inherited.requests()).as("requests at the endpoint the head inherited").isZero();
+  }
+
+  /**
+   * vLLM's own {@code llm_request} spans, received by the run: a group is one request of n = 8 choices, sampled by
+   * its id ({@code s<step>-p<prompt>}) as the engine sampler decides, and vLLM traces exactly the requests whose
+   * {@code traceparent} says sampled, one span per choice, each a child of the worker's call in the step's trace.
+   */
+  private static void assertVllmSpans(RunTraces traces, String runId, int steps, double ratio) {
+    int group = 8;
+    Map<String, SpanRecord> byId = traces.spans().stream()
+        .collect(Collectors.toMap(SpanRecord::spanId, s -> s, (a, b) -> a));
+    long sampledGroups = 0;
+    for (int step = 0; step < steps; step++) {
+      for (int p = 0; p < 32; p++) {
+        sampledGroups += dev.ravel.workers.engine.RequestSampler.inRatio("s" + step + "-p" + p, ratio) ? 1 : 0;
+      }
+    }
+    assertThat(sampledGroups).isPositive();
+    assertThat(traces.named("llm_request")).hasSize((int) sampledGroups * group).allSatisfy(s -> {
+      assertThat(s.role()).isEqualTo("inference_server");
+      assertThat(s.resource()).containsEntry("rl.run.id", runId).containsEntry("service.name", "ravel");
+      assertThat(byId.get(s.parentSpanId()).name()).isEqualTo("rl.worker.generate");
+      assertThat(s.attributes()).containsKeys("gen_ai.latency.time_in_queue", "gen_ai.latency.time_in_model_prefill",
+          "gen_ai.latency.time_in_model_decode", "gen_ai.latency.e2e");
+    });
+    TraceQuality quality = TraceQuality.of(traces.spans());
+    assertThat(quality.generationCoverage()).hasValue(1.0);
+    assertThat(quality.connectedness()).hasValue(1.0);
+    // vLLM's model loading is the run's too: traces of its own, apart from the steps'
+    assertThat(quality.serverStartupSpans()).isNotEmpty();
   }
 
   @Test
@@ -143,49 +210,10 @@ final class GrpoVllmIT {
     assertThat(traces.problems()).isEmpty();
     assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
     assertRefitSpans(traces, runDir, n, 1);
-  }
-
-  @Test
-  void engineTracing_vllmsOwnSpansAreChildrenOfTheWorkersCallsForExactlyTheSampledRequestsAndCounted()
-      throws Exception {
-    int n = 3;
-    int group = 8;
-    double ratio = 0.25;
-    Path runs = tmp.resolve("runs");
-    RavelCommand.Result r = run("it-vllm-traced", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=1",
-        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio);
-    assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
-    Path runDir = runs.resolve("it-vllm-traced");
-    RunTraces traces = RunTraces.readDir(runDir);
-    assertThat(traces.problems()).isEmpty();
-    Map<String, SpanRecord> byId = traces.spans().stream()
-        .collect(Collectors.toMap(SpanRecord::spanId, s -> s, (a, b) -> a));
-
-    // a group is one request of n = 8 choices, sampled by its id (s<step>-p<prompt>) as the engine sampler decides;
-    // vLLM traces exactly the requests whose traceparent says sampled, one llm_request per choice
-    long sampledGroups = 0;
-    for (int step = 0; step < n; step++) {
-      for (int p = 0; p < 32; p++) {
-        sampledGroups += dev.ravel.workers.engine.RequestSampler.inRatio("s" + step + "-p" + p, ratio) ? 1 : 0;
-      }
-    }
-    List<SpanRecord> requests = traces.named("llm_request");
-    assertThat(sampledGroups).isPositive();
-    assertThat(requests).hasSize((int) sampledGroups * group).allSatisfy(s -> {
-      assertThat(s.role()).isEqualTo("inference_server");
-      assertThat(s.resource()).containsEntry("rl.run.id", "it-vllm-traced").containsEntry("service.name", "ravel");
-      assertThat(byId.get(s.parentSpanId()).name()).isEqualTo("rl.worker.generate");
-      assertThat(s.attributes()).containsKeys("gen_ai.latency.time_in_queue", "gen_ai.latency.time_in_model_prefill",
-          "gen_ai.latency.time_in_model_decode", "gen_ai.latency.e2e");
-    });
-    TraceQuality quality = TraceQuality.of(traces.spans());
-    assertThat(quality.generationCoverage()).hasValue(1.0);
-    assertThat(quality.connectedness()).hasValue(1.0);
-    // vLLM's model loading is the run's too: traces of its own, apart from the steps'
-    assertThat(quality.serverStartupSpans()).isNotEmpty();
-    // every span received from vLLM was written, and the run's totals count them with every process's
-    int spans = traces.spans().size();
-    assertThat(r.stdout()).contains("spans: " + spans + " ended = " + spans + " exported + 0 failed + 0 dropped (file)");
+    // engine tracing off (the example's preset): vLLM traces nothing, though its head inherited an endpoint; the
+    // run has ended, so vLLM's processes have exited and anything they would have sent has been sent
+    assertThat(traces.spans()).noneMatch(s -> s.role().equals("inference_server"));
+    assertThat(inherited.requests()).as("requests at the endpoint the head inherited").isZero();
   }
 
   @Test
