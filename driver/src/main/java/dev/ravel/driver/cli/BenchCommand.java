@@ -153,7 +153,10 @@ final class BenchCommand implements Callable<Integer> {
       System.out.println();
       System.out.print(table);
       System.out.println("wrote " + out.toAbsolutePath());
-      if (docs != null) {
+      if (docs != null && base != null && benchSuite.failed(report)) {
+        // the table of a partial report would say "part not run" for every part kept in the base
+        System.out.println("a part failed: the targets table of " + docs + " is left as it was");
+      } else if (docs != null) {
         BenchSuite.writeTable(docs, table);
         System.out.println("wrote the targets table of " + docs);
       }

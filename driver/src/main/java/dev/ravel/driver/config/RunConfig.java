@@ -325,13 +325,7 @@ public final class RunConfig {
           + Keys.TRAINER_RUNTIME + " to python, or leave it none (the Java trainer goes where trainer.resources say)");
     }
     String engine = get(Keys.ENGINE);
-    for (Key<String> device : List.of(Keys.GENERATION_DEVICE, Keys.TRAINER_DEVICE)) {
-      Key<Double> gpus = device == Keys.GENERATION_DEVICE ? Keys.GENERATION_NUM_GPUS : Keys.TRAINER_NUM_GPUS;
-      if (get(device).equals("cuda") && get(gpus) == 0) {
-        throw new ConfigException(device.dotted(), "cuda needs " + gpus + " > 0: Ray shows an actor only"
-            + " the GPUs it asked for (auto uses CUDA when the actor has a GPU)");
-      }
-    }
+    checkDevices();
     if (generation.equals(RUNTIME_JAVA)) {
       if (!engine.equals("transformers")) {
         throw new ConfigException(Keys.ENGINE.dotted(), engine + " runs in Python workers: set " + Keys.GENERATION_RUNTIME
@@ -357,7 +351,27 @@ public final class RunConfig {
    * Python trainer: the servers serve {@code model.path} and load the trainer's weights files themselves, so the
    * workers need no model of their own. Every other pairing of runtimes is refused above.
    */
+  private void checkDevices() {
+    for (Key<String> device : List.of(Keys.GENERATION_DEVICE, Keys.TRAINER_DEVICE)) {
+      Key<Double> gpus = device == Keys.GENERATION_DEVICE ? Keys.GENERATION_NUM_GPUS : Keys.TRAINER_NUM_GPUS;
+      if (get(device).equals("cuda") && get(gpus) == 0) {
+        throw new ConfigException(device.dotted(), "cuda needs " + gpus + " > 0: Ray shows an actor only"
+            + " the GPUs it asked for (auto uses CUDA when the actor has a GPU)");
+      }
+    }
+  }
+
   private void validateHttpClientsOfPythonTrainer() {
+    checkDevices();
+    if (!get(Keys.ENGINE).equals("transformers")) {
+      throw new ConfigException(Keys.ENGINE.dotted(), get(Keys.ENGINE) + " runs in Python generation workers; Java"
+          + " workers beside the Python trainer generate through their servers (leave it transformers)");
+    }
+    if (get(Keys.INFLIGHT_UPDATES)) {
+      throw new ConfigException(Keys.INFLIGHT_UPDATES.dotted(), "needs servers that label each token with the weights"
+          + " that sampled it (vLLM 0.33's return_weight_versions), which vLLM 0.32 does not: leave it false");
+    }
+
     if (get(Keys.MODEL_PATH).isBlank()) {
       throw new ConfigException(Keys.MODEL_PATH.dotted(), "inference servers beside the Python trainer serve your"
           + " Hugging Face checkpoint: set it to the folder (the servers load it, the trainer starts from it)");
@@ -429,6 +443,10 @@ public final class RunConfig {
         throw new ConfigException(Keys.LAUNCH_COMMAND.dotted(), "is set beside " + Keys.LAUNCH + ": vllm, which"
             + " composes its own command: keep one");
       }
+      if (!get(Keys.SERVERS).isEmpty()) {
+        throw new ConfigException(Keys.LAUNCH.dotted(), "vllm launches a server per worker, and " + Keys.SERVERS
+            + " names servers already running: keep one");
+      }
       command = vllmLaunchCommand();
       launch = "";
     }
@@ -480,7 +498,8 @@ public final class RunConfig {
     }
     boolean cpu = get(Keys.GENERATION_NUM_GPUS) == 0 || get(Keys.GENERATION_DEVICE).equals("cpu");
     String dtype = get(Keys.DTYPE).equals("auto") ? (cpu ? "float32" : "auto") : get(Keys.DTYPE);
-    boolean traced = telemetry().enabled() && telemetry().engineTracing();
+    // vLLM's spans go to the run's receiver, which writes them into the run folder: with span files only
+    boolean traced = telemetry().enabled() && telemetry().engineTracing() && telemetry().exporter().writesFiles();
     List<String> parts = new ArrayList<>(List.of("env", "VLLM_SERVER_DEV_MODE=1"));
     if (cpu) {
       parts.addAll(List.of("VLLM_TARGET_DEVICE=cpu", "VLLM_CPU_KVCACHE_SPACE=1"));

@@ -185,7 +185,9 @@ final class GrpoActors {
         new Failover(session.spans(), settings.maxRestarts(), workers, rewards, settings.restartWaitMs()),
         ObjectStore.RAY);
     actors.spans = session.spans();
-    actors.awaitReady();
+    // a worker that launches a server is up once the server answers, which may take up to launch_timeout_s
+    actors.awaitReady(settings.servers() == null || !settings.servers().launches() ? READY_TIMEOUT_MS
+        : Math.max(READY_TIMEOUT_MS, settings.servers().launchTimeout().toMillis() + 60_000L));
     actors.formTrainerGroup();
     actors.failover.recordProcesses();
     actors.weightsDir = settings.weightsFiles() ? session.telemetry().config().runDir().resolve("weights") : null;
@@ -273,7 +275,7 @@ final class GrpoActors {
     return (settings.promptsPerStep() + settings.groupsPerCall() - 1) / settings.groupsPerCall();
   }
 
-  private void awaitReady() {
+  private void awaitReady(long timeoutMs) {
     List<RavelRef<?>> ready = new ArrayList<>();
     workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
     trainers.forEach(t -> ready.add(t.call(PolicyTrainer::telemetryStats)));
@@ -282,15 +284,15 @@ final class GrpoActors {
       ready.add(buffer.call(ReplayBuffer::stats));
       ready.add(collector.call(TrajectoryCollector::stats));
     }
-    long deadline = System.nanoTime() + READY_TIMEOUT_MS * 1_000_000L;
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
     for (RavelRef<?> r : ready) {
       long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
       try {
         r.get(left);
       } catch (io.ray.api.exception.RayTimeoutException e) {
-        throw new IllegalStateException("the run's actors were not up within " + READY_TIMEOUT_MS / 1000 + " s: Ray"
+        throw new IllegalStateException("the run's actors were not up within " + timeoutMs / 1000 + " s: Ray"
             + " could not place them (do the cluster's nodes have the CPUs and GPUs asked for? generation.num_gpus,"
-            + " trainer.num_gpus) or they are still starting", e);
+            + " trainer.num_gpus) or they are still starting (a server they launch: generation.launch_timeout_s)", e);
       }
     }
   }

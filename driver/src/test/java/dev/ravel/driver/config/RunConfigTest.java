@@ -573,6 +573,22 @@ final class RunConfigTest {
         .contains("trainer.runtime to python");
     assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm",
         "model.path=/my models/ckpt"), Map.of()), "model.path").getMessage()).contains("holds a space");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "generation.servers=[http://127.0.0.1:8000]"), Map.of()), "generation.launch").getMessage())
+        .contains("generation.servers").contains("keep one");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "run.mode=async", "generation.inflight_updates=true"), Map.of()), "generation.inflight_updates").getMessage())
+        .contains("return_weight_versions");
+    assertThat(assertConfigError(() -> RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "generation.device=cuda"), Map.of()), "generation.device").getMessage()).contains("generation.num_gpus");
+    // engine tracing with span files: vLLM's exporter at the run's receiver, over OTLP/HTTP protobuf
+    String traced = RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "telemetry.engine_tracing=true"), Map.of()).serverBackend().launchCommand();
+    assertThat(traced).contains(" OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf ")
+        .endsWith(" --otlp-traces-endpoint " + dev.ravel.workers.generation.openai.OpenAiBackend.OTLP_ENDPOINT);
+    assertThat(RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "telemetry.engine_tracing=true", "telemetry.exporter=otlp"), Map.of()).serverBackend().launchCommand())
+        .doesNotContain("otlp");
     assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.launch=docker"), Map.of()),
         "generation.launch").getMessage()).contains("'docker'").contains("ravel, vllm");
   }

@@ -45,6 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
  * spans; the counts add up. With engine tracing (sync, ratio 0.25) vLLM's own {@code llm_request} spans of exactly
  * the sampled requests reach the run's records as children of the workers' calls; without it (async) vLLM traces
  * nothing; either way nothing reaches the OTLP endpoint the head inherited from its shell (the seed's caveat 3). A
+ * server SIGKILLed mid-run is started again with the current weights and the run completes with full batches. A
  * server started without Ravel's weight-transfer backend stops the run at start with one line naming it and the
  * flag to add.
  */
@@ -217,6 +218,66 @@ final class GrpoVllmIT {
   }
 
   @Test
+  void serverKilled_theWorkerStartsItAgainWithTheCurrentWeightsAndTheRunCompletesWithFullBatches() throws Exception {
+    int n = 10;
+    int killAfter = 3;
+    Path runs = tmp.resolve("runs-killed");
+    Path runDir = runs.resolve("it-vllm-killed");
+    // the kill: once step 3 is in the run's own step log, the server's process (named by its log file) is
+    // SIGKILLed by its PID, checked to still be that process; wherever in step 4 that lands (its refit, its
+    // generation, or between them), the worker must start the server again with the current weights
+    long[] killed = {-1};
+    Thread killer = new Thread(() -> {
+      try {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1200);
+        while (System.nanoTime() < deadline) {
+          Path log = runDir.resolve("steps.jsonl");
+          if (Files.exists(log) && Files.readAllLines(log).size() >= killAfter) {
+            List<Path> servers = serverLogs(runDir);
+            long pid = Long.parseLong(servers.get(0).getFileName().toString().replaceAll("\\D", ""));
+            String start = dev.ravel.it.support.Procs.startTime(pid).orElseThrow();
+            dev.ravel.it.support.Procs.same(pid, start).ifPresent(h -> {
+              h.destroyForcibly();
+              killed[0] = pid;
+            });
+            return;
+          }
+          Thread.sleep(200);
+        }
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    }, "it-vllm-killer");
+    killer.start();
+    RavelCommand.Result r = run("it-vllm-killed", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=1");
+    killer.join(60_000);
+    assertThat(killed[0]).as("the server was killed mid-run").isPositive();
+    assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+
+    assertThat(steps(runDir)).hasSize(n).allSatisfy(s -> assertThat(s.trajectories()).isEqualTo(32 * 8));
+    RunTraces traces = RunTraces.readDir(runDir);
+    List<SpanRecord> restarts = traces.named("rl.worker.server_restart");
+    assertThat(restarts).singleElement().satisfies(x -> {
+      assertThat(x.attributes().get("rl.fault.dead_pid")).isEqualTo(killed[0]);
+      assertThat(x.attributes().get("process.pid")).isNotEqualTo(killed[0]);
+    });
+    // the failed requests, if the kill landed in a generation, are in the step's trace, under the worker's call
+    assertThat(traces.named("rl.worker.http_request")).allSatisfy(f -> assertThat(f.isError()).isTrue());
+    // the new server took Ravel's weight transfer and the weights of the moment, then every later version, in order
+    List<Path> logs = serverLogs(runDir);
+    assertThat(logs).hasSize(2);
+    List<String> routes = new ArrayList<>();
+    Matcher m = ROUTE.matcher(Files.readString(logs.stream().filter(l -> !l.toString().contains(
+        Long.toString(killed[0]))).findFirst().orElseThrow(), StandardCharsets.ISO_8859_1));
+    while (m.find()) {
+      routes.add(m.group(1));
+    }
+    assertThat(routes).isNotEmpty().startsWith("init_weight_transfer_engine", "pause", "start_weight_update",
+        "update_weights", "finish_weight_update", "resume");
+    assertThat(routes.size() % REFIT.size()).isEqualTo(1);
+  }
+
+  @Test
   void launch_serverWithoutRavelsBackend_stopsTheRunAtStartNamingItAndTheFlag() throws Exception {
     // vllm serve as a user would start it without Ravel's weight-transfer backend (its RL routes on)
     String command = "env VLLM_SERVER_DEV_MODE=1 VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 " + vllm + " serve "
@@ -266,7 +327,7 @@ final class GrpoVllmIT {
     Map<String, SpanRecord> byId = traces.spans().stream()
         .collect(Collectors.toMap(SpanRecord::spanId, s -> s, (a, b) -> a));
     List<SpanRecord> gathers = traces.named("rl.refit.gather");
-    // a file per version: the initial one (before step 1, in no step's trace) and one after every step but the last
+    // a file per version: the initial one (in step 1's refit) and one after every step but the last
     assertThat(gathers).hasSize(steps);
     try (Stream<Path> files = Files.list(runDir.resolve("weights"))) {
       Set<Long> sizes = files.map(p -> p.toFile().length()).collect(Collectors.toSet());

@@ -85,6 +85,12 @@ public final class SpanNames {
    */
   public static final String HTTP_REQUEST = "rl.worker.http_request";
   /**
+   * A generation worker starting the inference server it launched again after the server died: the dead process
+   * ({@code rl.fault.dead_pid}) and the new one ({@code process.pid}), the last weights loaded into it; the
+   * requests that failed are then sent again, once.
+   */
+  public static final String SERVER_RESTART = "rl.worker.server_restart";
+  /**
    * A call to an actor whose process died under it (status ERROR, kind CLIENT, from when the call was issued
    * until its failure was known): a call that succeeds has no span of its own on the calling side.
    */

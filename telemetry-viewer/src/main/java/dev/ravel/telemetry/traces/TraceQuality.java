@@ -80,7 +80,7 @@ public final class TraceQuality {
   /**
    * An inference server's own start-up, traced by the server itself (vLLM's model loading: {@code Overall Loading},
    * {@code Load weights}, ...): the spans of traces that hold nothing but a server's spans under a root that is not
-   * Ravel's ({@code rl.*}). They belong to the run, not to any step.
+   * Ravel's ({@code rl.*}) and no engine request ({@code llm_request}). They belong to the run, not to any step.
    */
   public List<SpanRecord> serverStartupSpans() {
     Set<String> startup = startupTraces();
@@ -94,7 +94,9 @@ public final class TraceQuality {
     byTrace.forEach((trace, in) -> {
       boolean serverOnly = in.stream().allMatch(s -> s.role().equals(SERVER_ROLE));
       boolean foreignRoot = in.stream().filter(SpanRecord::isRoot).anyMatch(s -> !s.name().startsWith("rl."));
-      if (serverOnly && foreignRoot) {
+      // an engine request is never start-up: one in a trace of its own is a context that did not propagate
+      boolean requests = in.stream().anyMatch(s -> s.name().equals(SpanNames.LLM_REQUEST));
+      if (serverOnly && foreignRoot && !requests) {
         out.add(trace);
       }
     });

@@ -59,6 +59,18 @@ class TraceQualityTest {
   }
 
   @Test
+  void serverStartupSpans_anEngineRequestAloneInItsTrace_isNotStartupButDisconnected() {
+    // a traceparent that did not reach the server: its request is a root of its own
+    SpanRecord lost = new SpanRecord("0".repeat(31) + "3", String.format("%016x", 60), "", "llm_request", 2, 0, 1, 0,
+        "", Map.of(), Map.of("rl.process.role", "inference_server"), List.of(), List.of(), "test");
+    TraceQuality q = TraceQuality.of(List.of(span(1, 0, "rl.grpo.step", "driver"), lost));
+
+    assertThat(q.serverStartupSpans()).isEmpty();
+    assertThat(q.connectedness()).hasValue(0.0);
+    assertThat(q.generationCoverage()).hasValue(0.0);
+  }
+
+  @Test
   void figures_aRequestOutsideAnyGenerateCallAndAMissingParent_countAgainstEach() {
     TraceQuality q = TraceQuality.of(List.of(
         span(1, 0, "rl.grpo.step", "driver"),

@@ -45,7 +45,14 @@ final class LaunchedServer implements AutoCloseable {
   private final Thread hook;
   private boolean closed;
 
+  /**
+   * The server's descendants when it became ready (vLLM's engine core, say), recorded by identity: once the server
+   * itself is dead they are no longer its descendants, and are stopped from this list.
+   */
+  private final List<ProcessIdentity> family;
+
   private LaunchedServer(Process process, String url, Path log, Path spanCounts) {
+    this.family = ProcessIdentity.descendants(process.toHandle());
     this.process = process;
     this.url = url;
     this.log = log;
@@ -61,6 +68,11 @@ final class LaunchedServer implements AutoCloseable {
 
   long pid() {
     return process.pid();
+  }
+
+  /** Whether the server's process is still running. */
+  boolean alive() {
+    return process.isAlive();
   }
 
   Path log() {
@@ -263,6 +275,7 @@ final class LaunchedServer implements AutoCloseable {
     }
     closed = true;
     stopProcess(process);
+    family.forEach(ProcessIdentity::kill); // each only while its PID still names the process recorded
   }
 
   private static void stopProcess(Process p) {

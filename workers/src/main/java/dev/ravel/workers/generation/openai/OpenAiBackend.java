@@ -50,10 +50,24 @@ public final class OpenAiBackend implements GenerationBackend {
   private final ServerBackendSpec spec;
   private final String modelName;
   private final int kvTokenBudget;
+  /** The servers' clients; a launched server's is replaced when the server is started again. */
   private final List<ServerClient> clients;
-  private final LaunchedServer launched;
+  private volatile LaunchedServer launched;
+  /** Starts the launched server again (a template launch, vLLM's): null when this backend launched none. */
+  private java.util.function.Supplier<LaunchedServer> relaunch;
+  /** A client for a server at a base URL, as the first ones were made. */
+  private java.util.function.Function<String, ServerClient> clientFor;
+  /** The last native load asked of the servers (its version and {@code update_info}), for a restarted one. */
+  private volatile LoadedWeights lastLoad;
+  /** How many times the launched server was started again after it died. */
+  private final AtomicInteger restarts = new AtomicInteger();
+
+  /** A native load: the version and vLLM's {@code update_info}. */
+  private record LoadedWeights(long version, Map<String, Object> updateInfo) {}
   /** The run's OTLP receiver for the launched server's spans; null when it exports none (or none was launched). */
   private OtlpReceiver receiver;
+  /** Whether the worker also exports over OTLP (the receiver's spans then count as that exporter's dropped). */
+  private boolean receiverOtlpToo;
   private final Path weightsDir;
   private final AtomicInteger next = new AtomicInteger();
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
@@ -90,10 +104,9 @@ public final class OpenAiBackend implements GenerationBackend {
     this.serverKvBudget = launched != null && spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL) ? kvTokenBudget : 0;
     this.modelName = modelName;
     this.kvTokenBudget = kvTokenBudget;
-    this.clients = List.copyOf(clients);
+    this.clients = new java.util.concurrent.CopyOnWriteArrayList<>(clients);
     this.launched = launched;
     this.weightsDir = weightsDir;
-    // set by start once constructed (the launch needs its endpoint first)
     this.served = new Served(modelName, initialVersion);
   }
 
@@ -118,27 +131,35 @@ public final class OpenAiBackend implements GenerationBackend {
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
       java.util.function.Predicate<String> traced) {
-    return start(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced, Map.of());
+    return start(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced, Map.of(), false);
   }
 
   /**
    * As above; a launch command that names {@value #OTLP_ENDPOINT} gets the endpoint of the run's own OTLP receiver
    * there ({@link OtlpReceiver}, on a loopback port of this node), which writes what the launched server exports
-   * into {@code logDir} with {@code serverResource}'s attributes on its resource, and counts it.
+   * into {@code logDir} with {@code serverResource}'s attributes on its resource, and counts it (under the worker's
+   * {@code otlp} exporter too when {@code otlpExporter}: as dropped, the receiver does not forward them).
    */
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
-      java.util.function.Predicate<String> traced, Map<String, String> serverResource) {
+      java.util.function.Predicate<String> traced, Map<String, String> serverResource, boolean otlpExporter) {
     OtlpReceiver receiver = spec.launchCommand().contains(OTLP_ENDPOINT) ? OtlpReceiver.start(logDir, serverResource)
         : null;
     try {
       OpenAiBackend b = startWith(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced,
           receiver);
       b.receiver = receiver;
+      b.receiverOtlpToo = otlpExporter;
       return b;
     } catch (RuntimeException e) {
       if (receiver != null) {
+        // the run stops at start: what a server that failed exported is in no count, so not in the run folder either
         receiver.close();
+        try {
+          Files.deleteIfExists(receiver.file());
+        } catch (IOException gone) {
+          LOG.warn("could not remove {}: {}", receiver.file(), gone.toString());
+        }
       }
       throw e;
     }
@@ -200,6 +221,14 @@ public final class OpenAiBackend implements GenerationBackend {
     OpenAiBackend backend = new OpenAiBackend(spec, modelName, kvTokenBudget, clients, launched, weightsDir,
         initial == null ? 0 : initial.version(), httpExecutor, new MetricsScraper(http, spec.connectTimeout().plusSeconds(10)),
         new ServerMetricsRecorder(otel.getMeter(EngineNames.INSTRUMENTATION_SCOPE), modelName));
+    backend.clientFor = url -> new ServerClient(url, http, httpExecutor, spec.maxInFlight(), spec.requestTimeout(),
+        tracer, clock, traced).labelsAreVersions(spec.refit() && spec.nativeSync());
+    if (launched != null && !spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
+      java.util.function.Consumer<String> health = url -> new ServerClient(url, http, Runnable::run, 1,
+          spec.connectTimeout(), tracer, clock).checkHealth(spec.connectTimeout());
+      String command = spec.launchCommand().replace(OTLP_ENDPOINT, receiver == null ? "" : receiver.endpoint());
+      backend.relaunch = () -> LaunchedServer.fromTemplate(command, modelName, logDir, spec.launchTimeout(), health);
+    }
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
     if (spec.refit() && !spec.nativeSync() && launched == null && initial != null) {
       // LoRA: until its first refit a run would request the base model, which a shared server may have had replaced
@@ -286,7 +315,7 @@ public final class OpenAiBackend implements GenerationBackend {
       return ExportStats.NONE;
     }
     ExportStats own = launched.spanCounts().orElse(ExportStats.NONE);
-    return receiver == null ? own : own.plus(receiver.counts());
+    return receiver == null ? own : own.plus(receiver.counts(receiverOtlpToo));
   }
 
   /**
@@ -311,15 +340,94 @@ public final class OpenAiBackend implements GenerationBackend {
   @Override
   public List<GenerationResult> generate(List<GenerationRequest> requests) {
     Served s = served;
+    LaunchedServer server = launched;
+    List<List<GenerationRequest>> groups = groups(requests);
     List<CompletableFuture<List<GenerationResult>>> futures = new ArrayList<>();
-    for (List<GenerationRequest> group : groups(requests)) {
+    for (List<GenerationRequest> group : groups) {
       futures.add(send(group, s));
     }
-    List<GenerationResult> results = new ArrayList<>(requests.size());
-    for (CompletableFuture<List<GenerationResult>> f : futures) {
-      f.join().forEach(r -> results.add(count(r)));
+    List<List<GenerationResult>> answers = new ArrayList<>();
+    futures.forEach(f -> answers.add(f.join()));
+    // a launched server that died under these requests is started again with the current weights, and the groups
+    // that failed are sent again, once: the same seeds on the same weights give the same samples
+    if (answers.stream().flatMap(List::stream).anyMatch(r -> !r.succeeded()) && restartIfDead(server)) {
+      List<CompletableFuture<List<GenerationResult>>> again = new ArrayList<>();
+      for (int i = 0; i < groups.size(); i++) {
+        boolean failed = answers.get(i).stream().anyMatch(r -> !r.succeeded());
+        again.add(failed ? send(groups.get(i), served) : CompletableFuture.completedFuture(answers.get(i)));
+      }
+      answers.clear();
+      again.forEach(f -> answers.add(f.join()));
     }
+    List<GenerationResult> results = new ArrayList<>(requests.size());
+    answers.forEach(a -> a.forEach(r -> results.add(count(r))));
     return results;
+  }
+
+  /**
+   * Starts the launched server again when {@code seen} (the server a caller used) has died: the process killed
+   * or crashed, its leftover processes stopped by their recorded identities, a new one launched (waited on within
+   * {@code launch_timeout_s}), Ravel's weight transfer initialised and the last weights loaded with their version,
+   * all while this worker's new requests wait. A span {@code rl.worker.server_restart} says when, which process
+   * died and which replaced it. Returns whether a server is there to send to again: false when this backend
+   * launched none, or the one it has is alive (the failure was something else).
+   */
+  private boolean restartIfDead(LaunchedServer seen) {
+    if (seen == null || relaunch == null) {
+      return false;
+    }
+    synchronized (this) {
+      if (closed) {
+        return false;
+      }
+      if (launched != seen) {
+        return true; // another call already started it again
+      }
+      if (seen.alive()) {
+        return false;
+      }
+      refitGate.writeLock().lock();
+      try (var s = spans.start(dev.ravel.telemetry.config.SpanGroup.WORKER,
+          dev.ravel.telemetry.spans.SpanNames.SERVER_RESTART)) {
+        s.set(dev.ravel.telemetry.spans.RavelAttributes.FAULT_DEAD_PID, seen.pid());
+        LOG.warn("inference server pid {} ({}) died; starting it again", seen.pid(), seen.url());
+        seen.close();
+        LaunchedServer fresh = relaunch.get();
+        ServerClient c = clientFor.apply(fresh.url());
+        launched = fresh;
+        clients.set(clients.indexOf(clientOf(seen)), c);
+        if (spec.refit() && spec.nativeSync()) {
+          c.initWeightTransfer(INIT_INFO);
+          LoadedWeights w = lastLoad;
+          if (w != null) {
+            c.pause("wait");
+            try {
+              c.startWeightUpdate();
+              c.updateWeights(w.updateInfo());
+              c.finishWeightUpdate(Long.toString(w.version()));
+            } finally {
+              c.resume();
+            }
+          }
+        }
+        s.set(dev.ravel.telemetry.spans.RavelAttributes.PROCESS_PID, fresh.pid());
+        restarts.incrementAndGet();
+        LOG.info("inference server started again: pid {} at {}", fresh.pid(), fresh.url());
+        return true;
+      } finally {
+        refitGate.writeLock().unlock();
+      }
+    }
+  }
+
+  private ServerClient clientOf(LaunchedServer server) {
+    return clients.stream().filter(c -> c.baseUrl().equals(server.url())).findFirst()
+        .orElseThrow(() -> new IllegalStateException("no client for the launched server " + server.url()));
+  }
+
+  /** How many times the launched server died and was started again. */
+  public int serverRestarts() {
+    return restarts.get();
   }
 
   @Override
@@ -533,8 +641,25 @@ public final class OpenAiBackend implements GenerationBackend {
     return version;
   }
 
-  /** Pause, start, update ({@code updateInfo}), finish with {@code version}, resume: on every server, stage by stage. */
+  /**
+   * Pause, start, update ({@code updateInfo}), finish with {@code version}, resume: on every server, stage by stage.
+   * A launched server that died meanwhile is started again with these weights ({@link #restartIfDead}).
+   */
   private long nativeLoad(long version, Map<String, Object> updateInfo, long bytes) {
+    LaunchedServer server = launched;
+    lastLoad = new LoadedWeights(version, updateInfo);
+    try {
+      return nativeLoadOnce(version, updateInfo, bytes);
+    } catch (RuntimeException e) {
+      if (restartIfDead(server)) {
+        served = new Served(modelName, version);
+        return version;
+      }
+      throw e;
+    }
+  }
+
+  private long nativeLoadOnce(long version, Map<String, Object> updateInfo, long bytes) {
     String mode = spec.pauseMode();
     boolean gate = !"keep".equals(mode);
     if (gate) {

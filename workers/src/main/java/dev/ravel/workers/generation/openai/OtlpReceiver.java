@@ -37,10 +37,10 @@ import org.slf4j.LoggerFactory;
  * The run's own OTLP/HTTP trace receiver for a server the worker launched (vLLM exports its spans over OTLP only):
  * on a loopback port of the worker's node, {@code POST /v1/traces} with an {@code ExportTraceServiceRequest}
  * (protobuf, gzip or not) is written as one line of OTLP JSON into the run folder
- * ({@code traces-inference_server-<port>.jsonl}), the format of every process's span file, its resource given the
+ * ({@code traces-inference_server-otlp-<port>.jsonl}), the format of every process's span file, its resource given the
  * run's attributes ({@code rl.run.id}, {@code rl.process.role=inference_server}, and {@code service.name} where the
  * server set none). Every span is counted: received = written + dropped (a body that could not be read or
- * written), as the run's span totals count them ({@link #counts()}).
+ * written), as the run's span totals count them ({@link #counts(boolean)}).
  */
 final class OtlpReceiver implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(OtlpReceiver.class);
@@ -73,7 +73,7 @@ final class OtlpReceiver implements AutoCloseable {
     try {
       HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
       Files.createDirectories(folder);
-      OtlpReceiver r = new OtlpReceiver(s, folder.resolve("traces-inference_server-" + s.getAddress().getPort()
+      OtlpReceiver r = new OtlpReceiver(s, folder.resolve("traces-inference_server-otlp-" + s.getAddress().getPort()
           + ".jsonl"), resource);
       s.createContext("/v1/traces", r::handle);
       s.setExecutor(Executors.newSingleThreadExecutor(t -> {
@@ -97,9 +97,18 @@ final class OtlpReceiver implements AutoCloseable {
     return file;
   }
 
-  /** The spans received, as a process's counts: ended = received, the file's exported = written, dropped. */
-  ExportStats counts() {
-    return new ExportStats(received.get(), Map.of(EXPORTER, new ExportStats.Sent(written.get(), 0, dropped.get())));
+  /**
+   * The spans received, as a process's counts: ended = received; the {@code file} exporter's exported = written,
+   * dropped; and, when the worker also exports over OTLP ({@code otlpToo}), its {@code otlp} exporter's dropped =
+   * received (the receiver does not forward them to the run's OTLP backend), so that each exporter's counts add up.
+   */
+  ExportStats counts(boolean otlpToo) {
+    Map<String, ExportStats.Sent> sent = new java.util.LinkedHashMap<>();
+    sent.put(EXPORTER, new ExportStats.Sent(written.get(), 0, dropped.get()));
+    if (otlpToo) {
+      sent.put("otlp", new ExportStats.Sent(0, 0, received.get()));
+    }
+    return new ExportStats(received.get(), sent);
   }
 
   /** Requests whose body was not an {@code ExportTraceServiceRequest} (their spans cannot be counted). */
@@ -120,7 +129,7 @@ final class OtlpReceiver implements AutoCloseable {
           throw new InvalidProtocolBufferException("body over " + MAX_BODY + " bytes");
         }
         request = ExportTraceServiceRequest.parseFrom(bytes);
-      } catch (InvalidProtocolBufferException e) {
+      } catch (IOException e) { // not protobuf, a bad gzip stream, a body cut short
         unreadable.incrementAndGet();
         LOG.warn("OTLP receiver: a request that is not an ExportTraceServiceRequest ({})", e.getMessage());
         ex.sendResponseHeaders(400, -1);
@@ -220,7 +229,15 @@ final class OtlpReceiver implements AutoCloseable {
   /** Stops accepting spans; call after the server has stopped (and flushed what it had). */
   @Override
   public void close() {
-    server.stop(0);
-    ((java.util.concurrent.ExecutorService) server.getExecutor()).shutdownNow();
+    server.stop(1); // a request being handled finishes (up to 1 s), so its spans are counted whole
+    java.util.concurrent.ExecutorService pool = (java.util.concurrent.ExecutorService) server.getExecutor();
+    pool.shutdown();
+    try {
+      if (!pool.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS)) {
+        LOG.warn("OTLP receiver: a request still being written after 10 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

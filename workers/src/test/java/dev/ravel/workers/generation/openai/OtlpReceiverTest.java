@@ -60,10 +60,12 @@ class OtlpReceiverTest {
       parentSpanId = parent.getSpanContext().getSpanId();
       traceId = parent.getSpanContext().getTraceId();
 
-      ExportStats counts = receiver.counts();
+      ExportStats counts = receiver.counts(false);
       assertThat(counts.ended()).isEqualTo(2);
       assertThat(counts.exporters()).containsExactly(Map.entry(OtlpReceiver.EXPORTER, new ExportStats.Sent(2, 0, 0)));
-      assertThat(receiver.file().getFileName().toString()).matches("traces-inference_server-\\d+\\.jsonl");
+      assertThat(receiver.file().getFileName().toString()).matches("traces-inference_server-otlp-\\d+\\.jsonl");
+      // beside an OTLP exporter of the worker's: not forwarded there, so counted as its dropped
+      assertThat(receiver.counts(true).exporters()).containsEntry("otlp", new ExportStats.Sent(0, 0, 2));
     }
     List<io.opentelemetry.proto.trace.v1.Span> spans = new ArrayList<>();
     List<ResourceSpans> resources = new ArrayList<>();
@@ -100,7 +102,7 @@ class OtlpReceiverTest {
 
       assertThat(r.statusCode()).isEqualTo(400);
       assertThat(receiver.unreadableRequests()).isEqualTo(1);
-      assertThat(receiver.counts().ended()).isZero();
+      assertThat(receiver.counts(false).ended()).isZero();
     }
   }
 }
