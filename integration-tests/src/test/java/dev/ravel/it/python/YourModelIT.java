@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.RayVenvPython;
 import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.runs.RunRecord;
@@ -48,7 +49,7 @@ final class YourModelIT {
 
   @BeforeAll
   static void fixture() throws Exception {
-    JsonNode made = JSON.readTree(python(List.of("tests/hf_fixture.py", tmp.resolve("hf").toString())).lines()
+    JsonNode made = JSON.readTree(RayVenvPython.run(tmp, List.of("tests/hf_fixture.py", tmp.resolve("hf").toString())).lines()
         .reduce((a, b) -> b).orElseThrow());
     model = Path.of(made.get("model").asText());
     train = Path.of(made.get("train").asText());
@@ -177,7 +178,7 @@ final class YourModelIT {
         "--runs-dir", runs.toString());
     assertThat(export.exitCode()).as("export; stderr:%n%s", export.stderr()).isZero();
     assertThat(export.stdout()).contains("exported run " + id + " after step 40");
-    String generated = python(List.of("-c", """
+    String generated = RayVenvPython.run(tmp, List.of("-c", """
         import sys
         from transformers import AutoModelForCausalLM, AutoTokenizer
         tok = AutoTokenizer.from_pretrained(sys.argv[1]); m = AutoModelForCausalLM.from_pretrained(sys.argv[1])
@@ -269,24 +270,5 @@ final class YourModelIT {
 
   private static String example() {
     return Path.of(System.getProperty("ravel.home"), "examples/grpo-hf.yaml").toString();
-  }
-
-  /** Runs the Ray virtualenv's Python in the Python package's folder; its stdout. */
-  private static String python(List<String> args) throws IOException, InterruptedException {
-    Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
-    List<String> cmd = new java.util.ArrayList<>(List.of(Path.of(System.getenv("RAVEL_RAY_VENV"), "bin", "python")
-        .toString()));
-    cmd.addAll(args);
-    Path out = Files.createTempFile(tmp, "py", ".out");
-    Path err = Files.createTempFile(tmp, "py", ".err");
-    Process p = new ProcessBuilder(cmd).directory(home.resolve("workers/src/main/python").toFile())
-        .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-    try {
-      assertThat(p.waitFor(300, TimeUnit.SECONDS)).as("python %s finished", args).isTrue();
-      assertThat(p.exitValue()).as("python %s; stderr:%n%s", args, Files.readString(err)).isZero();
-      return Files.readString(out, StandardCharsets.UTF_8);
-    } finally {
-      p.destroyForcibly();
-    }
   }
 }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.RayVenvPython;
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.session.RayVersions;
@@ -99,8 +100,8 @@ final class GrpoVllmIT {
     vllm = Path.of(venv, "bin", "vllm");
     assertThat(vllm).as("vLLM's command in %s", venv).isExecutable();
     // heads of 64, a size vLLM's CPU attention takes
-    JsonNode made = JSON.readTree(python(List.of("tests/hf_fixture.py", tmp.resolve("hf").toString(), "--heads",
-        "2")).lines().reduce((a, b) -> b).orElseThrow());
+    JsonNode made = JSON.readTree(RayVenvPython.run(tmp, List.of("tests/hf_fixture.py", tmp.resolve("hf").toString(),
+        "--heads", "2")).lines().reduce((a, b) -> b).orElseThrow());
     model = Path.of(made.get("model").asText());
     train = Path.of(made.get("train").asText());
     code = Files.createDirectories(tmp.resolve("code"));
@@ -363,20 +364,4 @@ final class GrpoVllmIT {
         .resolve("examples/grpo-vllm.yaml").toString();
   }
 
-  private static String python(List<String> args) throws IOException, InterruptedException {
-    Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
-    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getenv("RAVEL_RAY_VENV"), "bin", "python").toString()));
-    cmd.addAll(args);
-    Path out = Files.createTempFile(tmp, "py", ".out");
-    Path err = Files.createTempFile(tmp, "py", ".err");
-    Process p = new ProcessBuilder(cmd).directory(home.resolve("workers/src/main/python").toFile())
-        .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-    try {
-      assertThat(p.waitFor(300, TimeUnit.SECONDS)).as("python %s finished", args).isTrue();
-      assertThat(p.exitValue()).as("python %s; stderr:%n%s", args, Files.readString(err)).isZero();
-      return Files.readString(out, StandardCharsets.UTF_8);
-    } finally {
-      p.destroyForcibly();
-    }
-  }
 }
