@@ -267,12 +267,8 @@ final class GrpoVllmIT {
     // the new server took Ravel's weight transfer and the weights of the moment, then every later version, in order
     List<Path> logs = serverLogs(runDir);
     assertThat(logs).hasSize(2);
-    List<String> routes = new ArrayList<>();
-    Matcher m = ROUTE.matcher(Files.readString(logs.stream().filter(l -> !l.toString().contains(
-        Long.toString(killed[0]))).findFirst().orElseThrow(), StandardCharsets.ISO_8859_1));
-    while (m.find()) {
-      routes.add(m.group(1));
-    }
+    List<String> routes = routes(logs.stream().filter(l -> !l.toString().contains(Long.toString(killed[0])))
+        .findFirst().orElseThrow());
     assertThat(routes).isNotEmpty().startsWith("init_weight_transfer_engine", "pause", "start_weight_update",
         "update_weights", "finish_weight_update", "resume");
     assertThat(routes.size() % REFIT.size()).isEqualTo(1);
@@ -308,11 +304,7 @@ final class GrpoVllmIT {
    * weights, and one after each step but the last), each pause, start, update, finish, resume.
    */
   private static void assertRefitsInOrder(Path log, int steps) throws IOException {
-    List<String> routes = new ArrayList<>();
-    Matcher m = ROUTE.matcher(Files.readString(log, StandardCharsets.ISO_8859_1));
-    while (m.find()) {
-      routes.add(m.group(1));
-    }
+    List<String> routes = routes(log);
     List<String> expected = new ArrayList<>(List.of("init_weight_transfer_engine"));
     for (int i = 0; i < steps; i++) {
       expected.addAll(REFIT);
@@ -344,6 +336,16 @@ final class GrpoVllmIT {
       assertThat(traces.named(stage)).as(stage).hasSize(steps * workers)
           .allSatisfy(s -> assertThat(updates).contains(s.parentSpanId()));
     }
+  }
+
+  /** The weight routes a server's own access log shows, in order. */
+  private static List<String> routes(Path log) throws IOException {
+    List<String> routes = new ArrayList<>();
+    Matcher m = ROUTE.matcher(Files.readString(log, StandardCharsets.ISO_8859_1));
+    while (m.find()) {
+      routes.add(m.group(1));
+    }
+    return routes;
   }
 
   private static List<StepRecord> steps(Path runDir) throws IOException {

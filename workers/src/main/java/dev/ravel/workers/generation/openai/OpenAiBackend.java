@@ -192,9 +192,13 @@ public final class OpenAiBackend implements GenerationBackend {
     var tracer = otel.getTracer(EngineNames.INSTRUMENTATION_SCOPE);
     LaunchedServer launched = null;
     List<String> urls = spec.servers();
+    java.util.function.Consumer<String> health = url -> new ServerClient(url, http, Runnable::run, 1,
+        spec.connectTimeout(), tracer, clock).checkHealth(spec.connectTimeout());
+    // a template launch (vLLM's), with the run's receiver's endpoint in it: the first server, and any started again
+    String command = spec.launchCommand().replace(OTLP_ENDPOINT, receiver == null ? "" : receiver.endpoint());
+    java.util.function.Supplier<LaunchedServer> launchTemplate = () -> LaunchedServer.fromTemplate(command, modelName,
+        logDir, spec.launchTimeout(), health);
     if (spec.launches()) {
-      java.util.function.Consumer<String> health = url -> new ServerClient(url, http, Runnable::run, 1,
-          spec.connectTimeout(), tracer, clock).checkHealth(spec.connectTimeout());
       if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
         if (initial == null) {
           throw new IllegalArgumentException("launch: ravel serves Ravel's TinyLm, which needs the Java trainer's"
@@ -204,8 +208,7 @@ public final class OpenAiBackend implements GenerationBackend {
         launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
             logDir, spec.launchTimeout(), health, spec.recordExchanges());
       } else {
-        launched = LaunchedServer.fromTemplate(spec.launchCommand().replace(OTLP_ENDPOINT,
-            receiver == null ? "" : receiver.endpoint()), modelName, logDir, spec.launchTimeout(), health);
+        launched = launchTemplate.get();
       }
       urls = List.of(launched.url());
     }
@@ -224,10 +227,7 @@ public final class OpenAiBackend implements GenerationBackend {
     backend.clientFor = url -> new ServerClient(url, http, httpExecutor, spec.maxInFlight(), spec.requestTimeout(),
         tracer, clock, traced).labelsAreVersions(spec.refit() && spec.nativeSync());
     if (launched != null && !spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
-      java.util.function.Consumer<String> health = url -> new ServerClient(url, http, Runnable::run, 1,
-          spec.connectTimeout(), tracer, clock).checkHealth(spec.connectTimeout());
-      String command = spec.launchCommand().replace(OTLP_ENDPOINT, receiver == null ? "" : receiver.endpoint());
-      backend.relaunch = () -> LaunchedServer.fromTemplate(command, modelName, logDir, spec.launchTimeout(), health);
+      backend.relaunch = launchTemplate;
     }
     backend.scrapeAll(false); // the baseline: what the servers did before this run is not this run's
     if (spec.refit() && !spec.nativeSync() && launched == null && initial != null) {
