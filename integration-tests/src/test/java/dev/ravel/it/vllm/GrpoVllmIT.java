@@ -236,7 +236,11 @@ final class GrpoVllmIT {
           if (Files.exists(log) && Files.readAllLines(log).size() >= killAfter) {
             List<Path> servers = serverLogs(runDir);
             long pid = Long.parseLong(servers.get(0).getFileName().toString().replaceAll("\\D", ""));
+            // the PID the log is named by must still be that server (pid_max is small, PIDs come back): its
+            // command line is this run's `vllm serve` of the fixture, read with its start time right before
             String start = dev.ravel.it.support.Procs.startTime(pid).orElseThrow();
+            String cmdline = dev.ravel.it.support.Procs.cmdline(pid).orElse("");
+            assertThat(cmdline).as("process %s", pid).contains("serve").contains(model.toString());
             dev.ravel.it.support.Procs.same(pid, start).ifPresent(h -> {
               h.destroyForcibly();
               killed[0] = pid;
