@@ -498,8 +498,10 @@ public final class RunConfig {
     }
     boolean cpu = get(Keys.GENERATION_NUM_GPUS) == 0 || get(Keys.GENERATION_DEVICE).equals("cpu");
     String dtype = get(Keys.DTYPE).equals("auto") ? (cpu ? "float32" : "auto") : get(Keys.DTYPE);
-    // vLLM's spans go to the run's receiver, which writes them into the run folder: with span files only
-    boolean traced = telemetry().enabled() && telemetry().engineTracing() && telemetry().exporter().writesFiles();
+    // vLLM's spans go to the run's receiver, which writes them into the run folder and sends them on to the run's
+    // OTLP backend, as the run's exporter says
+    boolean traced = telemetry().enabled() && telemetry().engineTracing()
+        && (telemetry().exporter().writesFiles() || telemetry().exporter().usesOtlp());
     List<String> parts = new ArrayList<>(List.of("env", "VLLM_SERVER_DEV_MODE=1"));
     if (cpu) {
       parts.addAll(List.of("VLLM_TARGET_DEVICE=cpu", "VLLM_CPU_KVCACHE_SPACE=1"));

@@ -586,8 +586,12 @@ final class RunConfigTest {
         "telemetry.engine_tracing=true"), Map.of()).serverBackend().launchCommand();
     assertThat(traced).contains(" OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf ")
         .endsWith(" --otlp-traces-endpoint " + dev.ravel.workers.generation.openai.OpenAiBackend.OTLP_ENDPOINT);
+    // with OTLP alone too: the receiver sends them on to the run's backend
     assertThat(RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
         "telemetry.engine_tracing=true", "telemetry.exporter=otlp"), Map.of()).serverBackend().launchCommand())
+        .endsWith(" --otlp-traces-endpoint " + dev.ravel.workers.generation.openai.OpenAiBackend.OTLP_ENDPOINT);
+    assertThat(RunConfig.load(null, concat(base, "generation.launch=vllm", "model.path=/m",
+        "telemetry.engine_tracing=true", "telemetry.exporter=none"), Map.of()).serverBackend().launchCommand())
         .doesNotContain("otlp");
     assertThat(assertConfigError(() -> RunConfig.load(null, List.of("generation.launch=docker"), Map.of()),
         "generation.launch").getMessage()).contains("'docker'").contains("ravel, vllm");

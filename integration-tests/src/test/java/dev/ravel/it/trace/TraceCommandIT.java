@@ -26,11 +26,8 @@ import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.logging.LogEntry;
 import org.openqa.selenium.logging.LogType;
-import org.openqa.selenium.logging.LoggingPreferences;
 
 /**
  * {@code ravel runs} and {@code ravel trace} on a real run, as a user runs them: the step table, a step's
@@ -489,21 +486,7 @@ final class TraceCommandIT {
   }
 
   static ChromeDriver chromium() throws IOException {
-    String chromium = System.getenv().getOrDefault("RAVEL_CHROMIUM", "/usr/bin/chromium");
-    ChromeOptions options = new ChromeOptions();
-    options.setBinary(chromium);
-    options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", "--window-size=1400,1000",
-        "--user-data-dir=" + Files.createTempDirectory("ravel-chromium"));
-    LoggingPreferences logs = new LoggingPreferences();
-    logs.enable(LogType.BROWSER, Level.ALL);
-    options.setCapability("goog:loggingPrefs", logs);
-    ChromeDriverService service = new ChromeDriverService.Builder()
-        .usingDriverExecutable(Path.of("/usr/bin/chromedriver").toFile()).usingAnyFreePort().build();
-    ChromeDriver driver = new ChromeDriver(service, options);
-    driver.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(30));
-    return driver;
+    return dev.ravel.it.support.Chromium.start();
   }
 
   @AfterAll

