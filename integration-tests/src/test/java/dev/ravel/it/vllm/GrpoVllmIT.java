@@ -155,7 +155,10 @@ final class GrpoVllmIT {
     toJaeger.put("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
     RavelCommand.Result r = run(toJaeger, "it-vllm-sync", runs, "run.mode=sync", "grpo.steps=" + n,
         "generation.workers=2", "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=" + ratio,
-        "telemetry.exporter=both");
+        "telemetry.exporter=both",
+        // at the run's end each worker stops its vLLM (SIGTERM, vLLM flushes its spans to the receiver) and sends
+        // them on before it reports its counts: on 2 loaded cores that can take longer than the 5 s default
+        "telemetry.shutdown_timeout_ms=60000");
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     Path runDir = runs.resolve("it-vllm-sync");
 
