@@ -118,7 +118,7 @@ KEEP_REASONS: Final[tuple[str, ...]] = tuple(CONTRACT["keep_reasons"])
 TELEMETRY_ENV_PREFIX: Final[str] = CONTRACT["environment"]["telemetry_prefix"]
 #: Prefix of the OTLP settings the driver passes to every worker (Java ``OtlpSettings``).
 OTLP_ENV_PREFIX: Final[str] = CONTRACT["environment"]["otlp_prefix"]
-#: The variable that names the parent of an actor's start-up spans: its role's ``rl.run.actors`` span, as a W3C
+#: The variable that names the parent of an actor's start-up spans: its role's ``rl.run.actors.<role>`` span, as a W3C
 #: ``traceparent`` (Java ``TraceCarrier.STARTUP_ENV``).
 STARTUP_TRACEPARENT_ENV: Final[str] = CONTRACT["environment"]["startup_traceparent"]
 

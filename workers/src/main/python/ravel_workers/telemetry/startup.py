@@ -1,7 +1,7 @@
 """An actor's start-up spans in the run's start-up trace (docs/design.md, "Span placement").
 
 The driver names, in the environment of each actor it creates while a run starts
-(:data:`~ravel_workers.names.STARTUP_TRACEPARENT_ENV`), the span of the actor's role (``rl.run.actors``) as a W3C
+(:data:`~ravel_workers.names.STARTUP_TRACEPARENT_ENV`), the span of the actor's role (``rl.run.actors.<role>``) as a W3C
 ``traceparent``; the constructor's work (a model loaded, an engine built) is a span under it, as the Java actors'
 (``RavelActor.startupSpan``). An actor created otherwise, or one Ray restarted, opens none: never a trace of its own.
 Telemetry never fails an actor's start: what tracing raises here is logged, not raised.

@@ -55,7 +55,7 @@ public abstract class RavelActor implements RavelRole {
   /**
    * Starts this actor's start-up span {@code name} (group {@link SpanGroup#WORKER}) for its constructor's work, and
    * makes it current: a child of the span the driver named in the actor's environment when it created it
-   * ({@link TraceCarrier#STARTUP_ENV}: its role's {@code rl.run.actors} in the run's start-up trace, docs/design.md).
+   * ({@link TraceCarrier#STARTUP_ENV}: its role's {@code rl.run.actors.<role>} in the run's start-up trace, docs/design.md).
    * A no-op when there is none (an actor created outside a run's start-up), when Ray restarted this actor, or when the
    * group is off: never a trace of its own. Never throws.
    *

@@ -112,7 +112,7 @@ final class GrpoActors {
   }
 
   /**
-   * As above, drawn in the run's start-up trace: one {@code rl.run.actors} span per role, from its first creation
+   * As above, drawn in the run's start-up trace: one {@code rl.run.actors.<role>} span per role, from its first creation
    * (its placement group included) until its last actor answered, named in each actor's environment as the parent
    * of the actor's own start-up spans.
    */

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
 /**
  * A run's start-up as one trace of its own (docs/design.md, "Span placement"): the root {@code rl.run.startup}, from
  * the session's start (or, on a session that ran a run before, this run's) to just before the first step; Ray's
- * start-up ({@code rl.run.ray}, from the session's own record); and one {@code rl.run.actors} per role, which the
+ * start-up ({@code rl.run.ray}, from the session's own record); and one {@code rl.run.actors.<role>} per role, which the
  * actors' constructors parent their own start-up spans on ({@link TraceCarrier#STARTUP_ENV} in their environment).
  * While the start-up runs, its root is the current context, so that the actor calls it makes nest under it.
  *
@@ -79,7 +79,7 @@ final class StartupTrace {
   }
 
   /**
-   * Starts the span of one role's actors ({@code rl.run.actors}) now, under the root.
+   * Starts the span of one role's actors ({@code rl.run.actors.<role>}) now, under the root.
    *
    * @param role the actors' role, as the run names them ({@code generation_worker}, {@code policy_trainer}, ...)
    * @param count how many actors of the role the run creates
@@ -89,7 +89,7 @@ final class StartupTrace {
       return Role.NONE;
     }
     try {
-      Span s = tracer.spanBuilder(SpanNames.RUN_ACTORS).setParent(Context.root().with(root))
+      Span s = tracer.spanBuilder(SpanNames.runActors(role)).setParent(Context.root().with(root))
           .setAttribute(RavelAttributes.ACTOR_ROLE, role).setAttribute(RavelAttributes.ACTOR_COUNT, (long) count)
           .startSpan();
       return new Role(s);

@@ -68,8 +68,8 @@ final class TraceStartupTest {
     Files.writeString(run.resolve("traces-driver-100.jsonl"), line("driver", 100, List.<Object[]>of(
         new Object[] {TRACE, id(1), "", "rl.run.startup", 0, 9000},
         new Object[] {TRACE, id(2), id(1), "rl.run.ray", 0, 2000},
-        new Object[] {TRACE, id(3), id(1), "rl.run.actors", 2100, 8900},
-        new Object[] {TRACE, id(4), id(1), "rl.run.actors", 2100, 5000})));
+        new Object[] {TRACE, id(3), id(1), "rl.run.actors.generation_worker", 2100, 8900},
+        new Object[] {TRACE, id(4), id(1), "rl.run.actors.policy_trainer", 2100, 5000})));
     Files.writeString(run.resolve("traces-generation_worker-201.jsonl"), line("generation_worker", 201, List.<Object[]>of(
         new Object[] {TRACE, id(10), id(3), "rl.worker.start_backend", 3000, 8800},
         new Object[] {TRACE, id(11), id(10), "rl.worker.launch_server", 3001, 8000})));

@@ -29,7 +29,7 @@ public final class TraceCarrier implements Serializable {
 
   /**
    * The environment variable the driver gives each actor it creates during a run's start-up: the {@code traceparent}
-   * of that role's {@code rl.run.actors} span, under which the actor's constructor opens its start-up span (the
+   * of that role's {@code rl.run.actors.<role>} span, under which the actor's constructor opens its start-up span (the
    * cross-language contract's {@code environment.startup_traceparent}).
    */
   public static final String STARTUP_ENV = "RAVEL_STARTUP_TRACEPARENT";

@@ -30,7 +30,7 @@ public final class RavelAttributes {
   // actor calls
   public static final AttributeKey<String> ACTOR_ROLE = AttributeKey.stringKey("rl.actor.role");
   public static final AttributeKey<String> ACTOR_METHOD = AttributeKey.stringKey("rl.actor.method");
-  /** How many actors of a role a run's start-up created ({@code rl.run.actors}). */
+  /** How many actors of a role a run's start-up created ({@code rl.run.actors.<role>}). */
   public static final AttributeKey<Long> ACTOR_COUNT = AttributeKey.longKey("rl.actor.count");
   /** Whether the driver started a local Ray head (true) or connected to a running cluster ({@code rl.run.ray}). */
   public static final AttributeKey<Boolean> RAY_HEAD_STARTED = AttributeKey.booleanKey("rl.ray.head_started");

@@ -55,22 +55,18 @@ public final class SpanNames {
   /**
    * The root of a run's start-up trace, one trace of its own (docs/design.md, "Span placement"): from the driver's
    * session start (or, for a later run on the same session, the run's start) to just before the first step, on the
-   * driver (group {@code step}). Its children: {@link #RUN_RAY}, one {@link #RUN_ACTORS} per role, and the actor
+   * driver (group {@code step}). Its children: {@link #RUN_RAY}, one {@link #runActors} per role, and the actor
    * calls the start-up makes (the trainer group's forming, a resumed run's first refit).
    */
   public static final String RUN_STARTUP = "rl.run.startup";
   /** Starting a local Ray head and connecting to it, or connecting to a cluster ({@code rl.ray.head_started}). */
   public static final String RUN_RAY = "rl.run.ray";
-  /**
-   * One role's actors ({@code rl.actor.role}, {@code rl.actor.count}): from the first's creation (its placement group
-   * included) until the last answers its first call. The actors' own start-up spans are its children, across the
-   * creation: the driver names this span in each actor's environment ({@code RAVEL_STARTUP_TRACEPARENT}).
-   */
+  /** The prefix of {@link #runActors}'s names. */
   public static final String RUN_ACTORS = "rl.run.actors";
   /**
    * A generation worker's constructor: its engine built, or (backend {@code openai}) its servers reached, a launched
    * server started and waited for ({@link #WORKER_LAUNCH_SERVER}) and Ravel's weight transfer initialised
-   * ({@link #WORKER_INIT_WEIGHT_TRANSFER}). A child of its role's {@link #RUN_ACTORS}; not opened in an actor that Ray
+   * ({@link #WORKER_INIT_WEIGHT_TRANSFER}). A child of its role's {@link #runActors}; not opened in an actor that Ray
    * restarted.
    */
   public static final String WORKER_START_BACKEND = "rl.worker.start_backend";
@@ -84,7 +80,7 @@ public final class SpanNames {
   public static final String WORKER_INIT_WEIGHT_TRANSFER = "rl.worker.init_weight_transfer";
   /**
    * A trainer's constructor: the policy (and the frozen reference) built or loaded, the optimiser, a resumed run's
-   * state. A child of the trainers' {@link #RUN_ACTORS}.
+   * state. A child of the trainers' {@link #runActors}.
    */
   public static final String TRAINER_LOAD_MODEL = "rl.trainer.load_model";
   public static final String JOB_SUBMIT = "rl.job.submit";
@@ -136,6 +132,19 @@ public final class SpanNames {
    * ERROR, and the next retry is its sibling.
    */
   public static final String FAULT_RETRY = "rl.fault.retry";
+
+  /**
+   * The span of one role's actors in a run's start-up, {@code rl.run.actors.<role>} ({@code rl.actor.role},
+   * {@code rl.actor.count}): from the first's creation (its placement group included) until the last answers its
+   * first call. The actors' own start-up spans are its children, across the creation: the driver names this span in
+   * each actor's environment ({@code RAVEL_STARTUP_TRACEPARENT}).
+   *
+   * @param role the role's name ({@code generation_worker}, {@code policy_trainer}, ...)
+   * @return the span's name
+   */
+  public static String runActors(String role) {
+    return RUN_ACTORS + "." + role;
+  }
 
   /**
    * The span an actor opens for a call it serves: {@code rl.<role>.<method in snake_case>}, for example

@@ -71,7 +71,7 @@ class TraceQualityTest {
     TraceQuality q = TraceQuality.of(List.of(
         span(1, 0, "rl.grpo.step", "driver"),
         span(3, 1, "rl.worker.generate", "generation_worker"),
-        root, in.apply(71, 70).apply("rl.run.actors", "driver"), backend, loading));
+        root, in.apply(71, 70).apply("rl.run.actors.generation_worker", "driver"), backend, loading));
 
     assertThat(q.workerSpans()).extracting(SpanRecord::name).containsExactly("rl.worker.generate");
     assertThat(q.connectedness()).hasValue(1.0);

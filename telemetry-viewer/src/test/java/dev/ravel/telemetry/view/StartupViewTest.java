@@ -39,8 +39,8 @@ final class StartupViewTest {
     List<SpanRecord> s = new ArrayList<>(TestSpans.syncStep()); // step 5, at 0..100 ms: the start-up is before it
     s.add(span(t, 1, 0, "rl.run.startup", -1000, -10).build());
     s.add(span(t, 2, 1, "rl.run.ray", -1000, -900).attr("rl.ray.head_started", false).build());
-    s.add(span(t, 3, 1, "rl.run.actors", -890, -20).attr("rl.actor.role", "generation_worker").build());
-    s.add(span(t, 4, 1, "rl.run.actors", -890, -700).attr("rl.actor.role", "policy_trainer").build());
+    s.add(span(t, 3, 1, "rl.run.actors.generation_worker", -890, -20).attr("rl.actor.role", "generation_worker").build());
+    s.add(span(t, 4, 1, "rl.run.actors.policy_trainer", -890, -700).attr("rl.actor.role", "policy_trainer").build());
     // worker 1: its server linked (vLLM read TRACEPARENT), so its loading is in this trace already
     s.add(span(t, 10, 3, "rl.worker.start_backend", -850, -30).in(TestSpans.WORKER_1).build());
     s.add(span(t, 11, 10, "rl.worker.launch_server", -849, -60).in(TestSpans.WORKER_1).build());
@@ -72,9 +72,9 @@ final class StartupViewTest {
           .containsExactly(
               "0 rl.run.startup driver/100",
               "1 rl.run.ray driver/100",
-              "1 rl.run.actors driver/100",
+              "1 rl.run.actors.policy_trainer driver/100",
               "2 rl.trainer.load_model trainer/300",
-              "1 rl.run.actors driver/100",
+              "1 rl.run.actors.generation_worker driver/100",
               "2 rl.worker.start_backend generation_worker/202",
               "3 rl.worker.launch_server generation_worker/202",
               "4 Overall Loading inference_server/?",
