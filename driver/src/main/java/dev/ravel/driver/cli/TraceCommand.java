@@ -177,7 +177,8 @@ final class TraceCommand implements Callable<Integer> {
       System.out.print(TerminalWaterfall.renderTraces(run));
       return 0;
     }
-    List<StepView> found = run.otherTraces().stream().filter(v -> v.traceId().startsWith(trace)).toList();
+    List<StepView> found = java.util.stream.Stream.concat(run.otherTraces().stream(), run.startups().stream())
+        .filter(v -> v.traceId().startsWith(trace)).toList();
     if (found.isEmpty() || found.stream().map(StepView::traceId).distinct().count() > 1) {
       System.err.println("ravel: run " + runId + (found.isEmpty() ? " has no trace " : " has several traces ")
           + trace + " (its traces: ravel trace " + runId + ")");

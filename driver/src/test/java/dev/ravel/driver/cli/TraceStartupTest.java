@@ -139,6 +139,13 @@ final class TraceStartupTest {
   }
 
   @Test
+  void trace_theStartupsTraceIdDrawsItToo() {
+    assertThat(trace("startup-run", "--trace", TRACE.substring(0, 8), "--width", "160")).isZero();
+
+    assertThat(out.toString(StandardCharsets.UTF_8)).contains("rl.run.startup").contains("Overall Loading");
+  }
+
+  @Test
   void startup_aRunWithoutOne_saysSoAndFails() {
     assertThat(trace("old-run", "--startup")).isEqualTo(1);
 
