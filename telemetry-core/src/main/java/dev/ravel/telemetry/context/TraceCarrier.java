@@ -34,12 +34,6 @@ public final class TraceCarrier implements Serializable {
    */
   public static final String STARTUP_ENV = "RAVEL_STARTUP_TRACEPARENT";
 
-  /**
-   * The environment variable a child process reads its parent span from (OpenTelemetry's environment carrier): a
-   * launched vLLM parents its start-up spans ({@code Overall Loading}, ...) on it.
-   */
-  public static final String TRACEPARENT_ENV = "TRACEPARENT";
-
   /** Carries nothing: the receiver starts a new trace. */
   public static final TraceCarrier EMPTY = new TraceCarrier("", "", "");
 

@@ -71,9 +71,11 @@ public final class SpanNames {
    */
   public static final String WORKER_START_BACKEND = "rl.worker.start_backend";
   /**
-   * Launching the inference server a worker starts and waiting until it answers {@code /health}; a launched vLLM's
-   * own start-up spans ({@code Overall Loading}, {@code Load weights}, ...) are its children (the server is given
-   * its context as {@code TRACEPARENT}).
+   * Launching the inference server a worker starts and waiting until it answers {@code /health}. A launched vLLM's
+   * own start-up spans ({@code Overall Loading}, {@code Load weights}, ...) come as a trace of their own (the server
+   * is not given this span's context: vLLM seeds Python's {@code random}, which the OpenTelemetry SDK draws span ids
+   * from, so two servers in one trace would export the same span ids), marked with the worker's pid
+   * ({@code process.parent_pid}); {@code ravel trace --startup} draws them under this span.
    */
   public static final String WORKER_LAUNCH_SERVER = "rl.worker.launch_server";
   /** Ravel's weight transfer initialised on every server ({@code POST /init_weight_transfer_engine}). */

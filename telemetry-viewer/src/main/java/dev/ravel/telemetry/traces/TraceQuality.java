@@ -99,10 +99,9 @@ public final class TraceQuality {
 
   /**
    * An inference server's own start-up, traced by the server itself (vLLM's model loading: {@code Overall Loading},
-   * {@code Load weights}, ...): the server's spans in the run's start-up trace (a launched server is given the
-   * launch's context), and the spans of traces that hold nothing but a server's spans under a root that is not
-   * Ravel's ({@code rl.*}) and no engine request ({@code llm_request}: a server started again mid-run, or one that
-   * reads no parent at start). They belong to the run, not to any step.
+   * {@code Load weights}, ...): the spans of traces that hold nothing but a server's spans under a root that is not
+   * Ravel's ({@code rl.*}) and no engine request ({@code llm_request}), and a server's spans in the run's start-up
+   * trace should one parent them there. They belong to the run, not to any step.
    */
   public List<SpanRecord> serverStartupSpans() {
     return spans.stream().filter(s -> serverStartup.contains(s.traceId())

@@ -85,7 +85,7 @@ public final class RunView {
       Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
       for (SpanRecord s : byTrace.get(r.traceId()).values()) {
         if (!s.isRoot()) {
-          childrenOf.computeIfAbsent(s.parentSpanId(), k -> new ArrayList<>()).add(s);
+          childrenOf.computeIfAbsent(StepView.key(s.traceId(), s.parentSpanId()), k -> new ArrayList<>()).add(s);
         }
       }
       StepView v = new StepView(r, stepNumber(r), childrenOf, this::span, this::stepOfTrace);
@@ -111,7 +111,7 @@ public final class RunView {
       Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
       for (SpanRecord s : t.values()) {
         if (!s.isRoot()) {
-          childrenOf.computeIfAbsent(s.parentSpanId(), k -> new ArrayList<>()).add(s);
+          childrenOf.computeIfAbsent(StepView.key(s.traceId(), s.parentSpanId()), k -> new ArrayList<>()).add(s);
         }
       }
       for (SpanRecord s : t.values()) {
@@ -188,7 +188,7 @@ public final class RunView {
       Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
       for (SpanRecord x : trace.values()) {
         if (!x.isRoot()) {
-          childrenOf.computeIfAbsent(x.parentSpanId(), k -> new ArrayList<>()).add(x);
+          childrenOf.computeIfAbsent(StepView.key(x.traceId(), x.parentSpanId()), k -> new ArrayList<>()).add(x);
         }
       }
       List<SpanRecord> launchSpans = trace.values().stream()
@@ -205,7 +205,7 @@ public final class RunView {
         placed.add(id);
         for (SpanRecord x : server) {
           if (!x.isRoot()) {
-            childrenOf.computeIfAbsent(x.parentSpanId(), k -> new ArrayList<>()).add(x);
+            childrenOf.computeIfAbsent(StepView.key(x.traceId(), x.parentSpanId()), k -> new ArrayList<>()).add(x);
             continue;
           }
           Object parentPid = x.resourceAttribute(RavelAttributes.PROCESS_PARENT_PID);
@@ -220,7 +220,7 @@ public final class RunView {
           SpanRecord copy = new SpanRecord(x.traceId(), x.spanId(), under.spanId(), x.name(), x.kind(), x.startNanos(),
               x.endNanos(), x.statusCode(), x.statusMessage(), attrs, x.resource(), x.events(), x.links(), x.source());
           copies.put(copy, x);
-          childrenOf.computeIfAbsent(under.spanId(), k -> new ArrayList<>()).add(copy);
+          childrenOf.computeIfAbsent(StepView.key(under.traceId(), under.spanId()), k -> new ArrayList<>()).add(copy);
         }
         used.add(id);
       }

@@ -13,12 +13,13 @@ import org.junit.jupiter.api.Test;
 /**
  * A run's start-up ({@code rl.run.startup}) as one waterfall: Ray, the actors per role, each worker's backend start
  * and the trainer's model load, and the inference servers' own start-up traces on the same time axis under the
- * worker that launched each (a linked one in the trace already; unlinked ones placed by the launching worker's pid,
- * else by time).
+ * worker that launched each (by the launching worker's pid, else by time).
  */
 final class StartupViewTest {
   static final String STARTUP = TestSpans.tid(0x50);
-  /** vLLM's loading of worker 2's server: a trace of its own, its resource naming worker 2 as its parent process. */
+  /** vLLM's loading of worker 1's server: a trace of its own, its resource naming worker 1 as its parent process. */
+  static final String WORKER_1_SERVER = TestSpans.tid(0x54);
+  /** The same for worker 2's server, with the same span ids below its root (vLLM seeds what they are drawn from). */
   static final String BY_PID = TestSpans.tid(0x51);
   /** A server's loading with no parent process named, begun inside worker 1's launch. */
   static final String BY_TIME = TestSpans.tid(0x52);
@@ -41,19 +42,19 @@ final class StartupViewTest {
     s.add(span(t, 2, 1, "rl.run.ray", -1000, -900).attr("rl.ray.head_started", false).build());
     s.add(span(t, 3, 1, "rl.run.actors.generation_worker", -890, -20).attr("rl.actor.role", "generation_worker").build());
     s.add(span(t, 4, 1, "rl.run.actors.policy_trainer", -890, -700).attr("rl.actor.role", "policy_trainer").build());
-    // worker 1: its server linked (vLLM read TRACEPARENT), so its loading is in this trace already
     s.add(span(t, 10, 3, "rl.worker.start_backend", -850, -30).in(TestSpans.WORKER_1).build());
     s.add(span(t, 11, 10, "rl.worker.launch_server", -849, -60).in(TestSpans.WORKER_1).build());
-    s.add(span(t, 12, 11, "Overall Loading", -800, -100).in(server(201L)).build());
-    s.add(span(t, 13, 12, "Load weights", -700, -600).in(server(201L)).build());
     s.add(span(t, 14, 10, "rl.worker.init_weight_transfer", -60, -35).in(TestSpans.WORKER_1).build());
-    // worker 2: its server's loading came as a root of its own
     s.add(span(t, 20, 3, "rl.worker.start_backend", -860, -25).in(TestSpans.WORKER_2).build());
     s.add(span(t, 21, 20, "rl.worker.launch_server", -859, -70).in(TestSpans.WORKER_2).build());
     s.add(span(t, 30, 4, "rl.trainer.load_model", -800, -710).in(TestSpans.TRAINER).build());
-    // span ids are random across a run's traces: these differ from the others' as real ones do
-    s.add(span(BY_PID, 91, 0, "Overall Loading", -790, -120).in(server(202L)).build());
-    s.add(span(BY_PID, 92, 91, "Load weights", -690, -610).in(server(202L)).build());
+    // each server's loading, a trace of its own; below the roots (random ids) the same ids in both (seeded ones)
+    s.add(span(WORKER_1_SERVER, 91, 0, "Overall Loading", -800, -100).in(server(201L)).build());
+    s.add(span(WORKER_1_SERVER, 95, 91, "EngineCoreProc init", -750, -150).in(server(201L)).build());
+    s.add(span(WORKER_1_SERVER, 96, 95, "Load weights", -700, -600).in(server(201L)).build());
+    s.add(span(BY_PID, 97, 0, "Overall Loading", -790, -120).in(server(202L)).build());
+    s.add(span(BY_PID, 95, 97, "EngineCoreProc init", -740, -160).in(server(202L)).build());
+    s.add(span(BY_PID, 96, 95, "Load weights", -690, -610).in(server(202L)).build());
     s.add(span(BY_TIME, 93, 0, "Overall Loading", -780, -130).in(server(null)).build());
     s.add(span(LATER, 94, 0, "Overall Loading", 500, 900).in(server(202L)).build());
     return s;
@@ -78,16 +79,21 @@ final class StartupViewTest {
               "2 rl.worker.start_backend generation_worker/202",
               "3 rl.worker.launch_server generation_worker/202",
               "4 Overall Loading inference_server/?",
-              "5 Load weights inference_server/?",
+              "5 EngineCoreProc init inference_server/?",
+              "6 Load weights inference_server/?",
               "2 rl.worker.start_backend generation_worker/201",
               "3 rl.worker.launch_server generation_worker/201",
               "4 Overall Loading inference_server/?",
-              "5 Load weights inference_server/?",
+              "5 EngineCoreProc init inference_server/?",
+              "6 Load weights inference_server/?",
               "4 Overall Loading inference_server/?",
               "3 rl.worker.init_weight_transfer generation_worker/201");
     });
     StepView up = run.startups().get(0);
-    // the placed roots say how: worker 2's by the pid its resource names, the other by time within worker 1's launch
+    // each server's spans under its own worker, though their ids below the roots are the same
+    assertThat(up.nodes()).filteredOn(n -> n.span().name().equals("Load weights"))
+        .extracting(n -> n.span().traceId()).containsExactly(BY_PID, WORKER_1_SERVER);
+    // the placed roots say how: by the pid their resource names, the other by time within worker 1's launch
     assertThat(up.nodes()).filteredOn(n -> n.span().traceId().equals(BY_PID) && n.span().name().equals(
         "Overall Loading")).singleElement().satisfies(n -> {
           assertThat(n.span().attributes()).containsEntry(RunView.PLACED_BY, RunView.PLACED_BY_PID);
@@ -98,7 +104,7 @@ final class StartupViewTest {
       assertThat(n.span().parentSpanId()).isEqualTo(TestSpans.sid(11));
     });
     // the exported records are left as they are: only the view places them
-    assertThat(run.span(BY_PID, TestSpans.sid(91)).orElseThrow().isRoot()).isTrue();
+    assertThat(run.span(BY_PID, TestSpans.sid(97)).orElseThrow().isRoot()).isTrue();
   }
 
   @Test
@@ -119,7 +125,7 @@ final class StartupViewTest {
         .contains("Overall Loading").contains("rl.trainer.load_model").contains("duration 990ms")
         .doesNotContain("phases:").doesNotContain("goodput:");
     assertThat(text).contains("placed (no parent in the trace)")
-        .contains("1 by the launching worker's pid (process.parent_pid)")
+        .contains("2 by the launching worker's pid (process.parent_pid)")
         .contains("1 by time: within a worker's launch, no trace link");
     assertThat(new TerminalWaterfall().renderRun(run, 120, false)).contains("start-up 990ms")
         .contains("(its waterfall: --startup)").contains("unconnected 1");
@@ -128,7 +134,7 @@ final class StartupViewTest {
   @Test
   void startups_noStartupTrace_noneAndServerLoadingStaysAnOtherTrace() {
     List<SpanRecord> spans = new ArrayList<>(TestSpans.syncStep());
-    spans.add(span(BY_PID, 91, 0, "Overall Loading", -790, -120).in(server(202L)).build());
+    spans.add(span(BY_PID, 97, 0, "Overall Loading", -790, -120).in(server(202L)).build());
 
     RunView run = RunView.of(spans);
 

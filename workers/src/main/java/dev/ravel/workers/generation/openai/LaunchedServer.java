@@ -144,36 +144,23 @@ final class LaunchedServer implements AutoCloseable {
    */
   static LaunchedServer fromTemplate(String template, String modelName, Path logDir, Duration timeout,
       Consumer<String> healthCheck) {
-    return fromTemplate(template, modelName, logDir, timeout, healthCheck, Map.of());
-  }
-
-  /** As above, with {@code env} added to the server's environment (its {@code TRACEPARENT}, say). */
-  static LaunchedServer fromTemplate(String template, String modelName, Path logDir, Duration timeout,
-      Consumer<String> healthCheck, Map<String, String> env) {
     int port = freePort();
     List<String> cmd = new ArrayList<>();
     for (String part : template.trim().split("\\s+")) {
       cmd.add(part.replace("{port}", String.valueOf(port)).replace("{host}", "127.0.0.1")
           .replace("{model}", modelName));
     }
-    return start(cmd, "http://127.0.0.1:" + port, false, logDir, timeout, healthCheck, env);
+    return start(cmd, "http://127.0.0.1:" + port, false, logDir, timeout, healthCheck);
   }
 
   private static LaunchedServer start(List<String> cmd, String knownUrl, boolean countsSpans, Path logDir,
       Duration timeout, Consumer<String> healthCheck) {
-    return start(cmd, knownUrl, countsSpans, logDir, timeout, healthCheck, Map.of());
-  }
-
-  private static LaunchedServer start(List<String> cmd, String knownUrl, boolean countsSpans, Path logDir,
-      Duration timeout, Consumer<String> healthCheck, Map<String, String> env) {
     Path log;
     Process p;
     try {
       Files.createDirectories(logDir);
       log = Files.createTempFile(logDir, "inference-server-", ".log");
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-      pb.environment().putAll(env);
-      p = pb.start();
+      p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start inference server '" + String.join(" ", cmd) + "': "
           + e.getMessage(), e);

@@ -221,11 +221,11 @@ public final class OpenAiBackend implements GenerationBackend {
           launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
               logDir, spec.launchTimeout(), health, spec.recordExchanges());
         } else {
-          // the first server parents its own start-up spans (vLLM's model loading) on this span; one started again
-          // later is not given it (its start-up belongs to no start-up trace)
-          String parent = s.isRecording() ? s.carrier().traceparent() : "";
-          launched = LaunchedServer.fromTemplate(command, modelName, logDir, spec.launchTimeout(), health,
-              parent.isEmpty() ? Map.of() : Map.of(dev.ravel.telemetry.context.TraceCarrier.TRACEPARENT_ENV, parent));
+          // not given this span as its TRACEPARENT: vLLM seeds Python's random in its engine processes, which the
+          // OpenTelemetry SDK draws span ids from, so two servers in one trace would export the same span ids; its
+          // loading comes as a trace of its own, which ravel trace --startup places under this span
+          // (process.parent_pid, which the run's receiver writes)
+          launched = launchTemplate.get();
         }
       }
       urls = List.of(launched.url());
