@@ -43,7 +43,7 @@ from .grpo import (
     pad,
 )
 from .role import role_method
-from .telemetry import ProcessTelemetry, process_telemetry
+from .telemetry import ProcessTelemetry, process_telemetry, startup_span
 from .weights import Weights, gather
 from .wire import (
     EngineStats,
@@ -98,18 +98,20 @@ class GenerationWorkerImpl(RoleActor):
         self.spec = GenerationWorkerSpec.from_wire(_spec(spec))
         self.telemetry = telemetry or process_telemetry(self.ROLE)
         self.device = policy.resolve_device(self.spec.device)
-        if self.spec.engine == "vllm":
-            from .vllm_engine import VllmEngine
+        # the run's start-up trace: the engine built, under the workers' rl.run.actors (docs/design.md)
+        with startup_span(self.telemetry, names.WORKER_START_BACKEND):
+            if self.spec.engine == "vllm":
+                from .vllm_engine import VllmEngine
 
-            self.engine: _Engine = VllmEngine(self.spec, self.telemetry)
-        else:
-            model = policy.build_model(self.spec.model, self.spec.seed, self.device, self.spec.eos_token)
-            self.engine = TransformersEngine(model, vocab_size=self.spec.model.vocab_size,
-                                             eos_token=self.spec.eos_token,
-                                             max_positions=self.spec.model.max_positions,
-                                             max_running_requests=self.spec.max_running_requests,
-                                             device=self.device, model_name=self.spec.model_name,
-                                             telemetry=self.telemetry, weight_version=0)
+                self.engine: _Engine = VllmEngine(self.spec, self.telemetry)
+            else:
+                model = policy.build_model(self.spec.model, self.spec.seed, self.device, self.spec.eos_token)
+                self.engine = TransformersEngine(model, vocab_size=self.spec.model.vocab_size,
+                                                 eos_token=self.spec.eos_token,
+                                                 max_positions=self.spec.model.max_positions,
+                                                 max_running_requests=self.spec.max_running_requests,
+                                                 device=self.device, model_name=self.spec.model_name,
+                                                 telemetry=self.telemetry, weight_version=0)
 
     @role_method()
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
@@ -156,12 +158,6 @@ class PolicyTrainerImpl(RoleActor):
         self.grpo = self.spec.grpo
         self.telemetry = telemetry or process_telemetry(self.ROLE)
         self.device = policy.resolve_device(self.spec.device)
-        self.model = policy.build_model(self.spec.model, self.spec.seed, self.device)
-        self.reference = policy.build_model(self.spec.model, self.spec.seed, self.device)
-        self.reference.requires_grad_(False)
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=self.grpo.learning_rate, betas=(0.9, 0.99), eps=1e-8,
-                                           weight_decay=self.grpo.weight_decay)
         self.version = 0
         self.optimizer_steps = 0  # the learning-rate schedule's position
         self._lock = threading.RLock()
@@ -169,10 +165,19 @@ class PolicyTrainerImpl(RoleActor):
         self._published: Weights | None = None
         self._published_file: dict[str, Any] | None = None
         self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
-        if self.spec.resume_from:
-            self._restore(Path(self.spec.resume_from))
-        # a checkpoint of your model is written as one too (save_pretrained), with its tokenizer
-        self.tokenizer = hf.load_tokenizer(self.spec.model.path) if self.spec.model.path else None
+        # the run's start-up trace: policy, reference, optimiser and a resumed run's state, under the trainers'
+        # rl.run.actors (docs/design.md)
+        with startup_span(self.telemetry, names.TRAINER_LOAD_MODEL):
+            self.model = policy.build_model(self.spec.model, self.spec.seed, self.device)
+            self.reference = policy.build_model(self.spec.model, self.spec.seed, self.device)
+            self.reference.requires_grad_(False)
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            self.optimizer = torch.optim.AdamW(params, lr=self.grpo.learning_rate, betas=(0.9, 0.99), eps=1e-8,
+                                               weight_decay=self.grpo.weight_decay)
+            if self.spec.resume_from:
+                self._restore(Path(self.spec.resume_from))
+            # a checkpoint of your model is written as one too (save_pretrained), with its tokenizer
+            self.tokenizer = hf.load_tokenizer(self.spec.model.path) if self.spec.model.path else None
 
     # ------------------------------------------------------------------------------------------ maths
 

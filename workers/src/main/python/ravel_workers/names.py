@@ -48,6 +48,10 @@ LLM_REQUEST_QUEUED: Final[str] = CONTRACT["spans"]["llm_request_queued"]
 LLM_REQUEST_PREFILL: Final[str] = CONTRACT["spans"]["llm_request_prefill"]
 LLM_REQUEST_DECODE: Final[str] = CONTRACT["spans"]["llm_request_decode"]
 LLM_REQUEST_PREEMPTED: Final[str] = CONTRACT["spans"]["llm_request_preempted"]
+#: An actor's start-up spans in the run's start-up trace (Java ``SpanNames``): a generation worker's engine built,
+#: a trainer's model loaded; children of the span the driver names in :data:`STARTUP_TRACEPARENT_ENV`.
+WORKER_START_BACKEND: Final[str] = CONTRACT["spans"]["worker_start_backend"]
+TRAINER_LOAD_MODEL: Final[str] = CONTRACT["spans"]["trainer_load_model"]
 #: Role spans are ``<prefix><spans>.<method>``, as ``RavelActor`` names them.
 ROLE_SPAN_PREFIX: Final[str] = CONTRACT["spans"]["role_span_prefix"]
 
@@ -114,6 +118,9 @@ KEEP_REASONS: Final[tuple[str, ...]] = tuple(CONTRACT["keep_reasons"])
 TELEMETRY_ENV_PREFIX: Final[str] = CONTRACT["environment"]["telemetry_prefix"]
 #: Prefix of the OTLP settings the driver passes to every worker (Java ``OtlpSettings``).
 OTLP_ENV_PREFIX: Final[str] = CONTRACT["environment"]["otlp_prefix"]
+#: The variable that names the parent of an actor's start-up spans: its role's ``rl.run.actors.<role>`` span, as a W3C
+#: ``traceparent`` (Java ``TraceCarrier.STARTUP_ENV``).
+STARTUP_TRACEPARENT_ENV: Final[str] = CONTRACT["environment"]["startup_traceparent"]
 
 #: GRPO hyper-parameter defaults both trainers share (Java ``GrpoConfig.Builder``).
 GRPO_DEFAULTS: Final[dict[str, float | int | str | bool]] = dict(CONTRACT["grpo_defaults"])

@@ -16,7 +16,8 @@ A process started without ``RAVEL_TELEMETRY_RUN_ID`` was not created through Rav
 it logs a warning and runs with telemetry off (no-op tracers).
 
 Modules: :mod:`.config` (the settings from the environment), :mod:`.exporters` (the span exporters),
-:mod:`.process` (the process's telemetry). Every public name is re-exported here.
+:mod:`.process` (the process's telemetry), :mod:`.startup` (an actor's start-up spans). Every public name is
+re-exported here.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .config import (
 )
 from .exporters import JsonLinesSpanExporter, otlp_exporter, spans_to_otlp_json, spans_to_otlp_json_text
 from .process import ENGINE_SCOPE, SCOPE, ProcessTelemetry, process_telemetry, ray_resource
+from .startup import startup_parent, startup_span
 
 __all__ = [
     "ENGINE_SCOPE",
@@ -52,4 +54,6 @@ __all__ = [
     "ray_resource",
     "spans_to_otlp_json",
     "spans_to_otlp_json_text",
+    "startup_parent",
+    "startup_span",
 ]

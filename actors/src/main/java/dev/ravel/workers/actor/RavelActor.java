@@ -52,6 +52,26 @@ public abstract class RavelActor implements RavelRole {
     return telemetry.spans();
   }
 
+  /**
+   * Starts this actor's start-up span {@code name} (group {@link SpanGroup#WORKER}) for its constructor's work, and
+   * makes it current: a child of the span the driver named in the actor's environment when it created it
+   * ({@link TraceCarrier#STARTUP_ENV}: its role's {@code rl.run.actors.<role>} in the run's start-up trace, docs/design.md).
+   * A no-op when there is none (an actor created outside a run's start-up), when Ray restarted this actor, or when the
+   * group is off: never a trace of its own. Never throws.
+   *
+   * @param name the span's name ({@link SpanNames#WORKER_START_BACKEND}, {@link SpanNames#TRAINER_LOAD_MODEL})
+   * @return the span, to close
+   */
+  protected final ScopedSpan startupSpan(String name) {
+    io.opentelemetry.context.Context parent;
+    try {
+      parent = WorkerProcess.startupParent();
+    } catch (RuntimeException e) { // telemetry never fails an actor's start
+      parent = null;
+    }
+    return spans().startChild(SpanGroup.WORKER, name, parent);
+  }
+
   /** {@return this process's telemetry} */
   protected final ProcessTelemetry telemetry() {
     return telemetry;

@@ -2,6 +2,7 @@ package dev.ravel.workers.actor;
 
 import dev.ravel.telemetry.config.ExporterKind;
 import dev.ravel.telemetry.config.TelemetryConfig;
+import dev.ravel.telemetry.context.TraceCarrier;
 import dev.ravel.telemetry.otlp.OtlpSettings;
 import dev.ravel.telemetry.sdk.ProcessTelemetry;
 import dev.ravel.telemetry.spans.RavelAttributes;
@@ -29,6 +30,24 @@ final class WorkerProcess {
       Runtime.getRuntime().addShutdownHook(new Thread(t::close, "ravel-telemetry-shutdown"));
     }
     return telemetry;
+  }
+
+  /**
+   * The parent of this actor's start-up spans: the span the driver named in {@link TraceCarrier#STARTUP_ENV} when it
+   * created the actor; null without one, or when Ray restarted the actor (its constructor then runs outside the run's
+   * start-up, and the variable still names the first creation).
+   */
+  static io.opentelemetry.context.Context startupParent() {
+    io.opentelemetry.context.Context parent = TraceCarrier.fromEnvironment(System.getenv(), TraceCarrier.STARTUP_ENV);
+    if (parent == null) {
+      return null;
+    }
+    try {
+      return Ray.getRuntimeContext().wasCurrentActorRestarted() ? null : parent;
+    } catch (RuntimeException e) { // not in a Ray actor (an in-process one): its first and only start
+      LOG.debug("no Ray runtime context to tell a restart: {}", e.toString());
+      return parent;
+    }
   }
 
   private static ProcessTelemetry start(String role, Map<String, String> env) {

@@ -28,16 +28,22 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code ravel trace <run-id>}: a run's steps (duration, phase split, goodput), or one step's waterfall in
- * the terminal or as a self-contained HTML file, from the run's JSONL files or from Jaeger.
+ * the terminal or as a self-contained HTML file, or the run's start-up as a waterfall ({@code --startup}), from the
+ * run's JSONL files or from Jaeger.
  */
 @Command(name = "trace", mixinStandardHelpOptions = true,
-    description = "Show a run's steps, or one step's waterfall (--step), from its JSONL files or from Jaeger.")
+    description = "Show a run's steps, or one step's waterfall (--step), or its start-up's (--startup), from its JSONL"
+        + " files or from Jaeger.")
 final class TraceCommand implements Callable<Integer> {
   @Parameters(index = "0", paramLabel = "RUN_ID", description = "The run (see ravel runs).")
   String runId;
 
   @Option(names = "--step", description = "Show this step's waterfall.")
   Long step;
+
+  @Option(names = "--startup", description = "Show the run's start-up as a waterfall: Ray, the actors by role, each"
+      + " worker's backend start (a launched server's own loading under it), the trainer's model load.")
+  boolean startup;
 
   @Option(names = "--trace", paramLabel = "TRACE_ID", description = "Show the waterfall of this trace (its id or a"
       + " prefix of it) when it is not a GRPO step: a run of your own actors lists its traces.")
@@ -101,7 +107,14 @@ final class TraceCommand implements Callable<Integer> {
         return 0;
       }
     }
+    if (startup && (step != null || trace != null || samples)) {
+      throw new dev.ravel.telemetry.config.ConfigException("--startup", "draws the run's start-up: leave out "
+          + (step != null ? "--step" : trace != null ? "--trace" : "--samples"));
+    }
     RunView run = RunView.of(spans);
+    if (startup) {
+      return startup(run);
+    }
     if (json) {
       StepView view = step == null ? null : pickStep(run);
       if (step != null && view == null) {
@@ -164,7 +177,8 @@ final class TraceCommand implements Callable<Integer> {
       System.out.print(TerminalWaterfall.renderTraces(run));
       return 0;
     }
-    List<StepView> found = run.otherTraces().stream().filter(v -> v.traceId().startsWith(trace)).toList();
+    List<StepView> found = java.util.stream.Stream.concat(run.otherTraces().stream(), run.startups().stream())
+        .filter(v -> v.traceId().startsWith(trace)).toList();
     if (found.isEmpty() || found.stream().map(StepView::traceId).distinct().count() > 1) {
       System.err.println("ravel: run " + runId + (found.isEmpty() ? " has no trace " : " has several traces ")
           + trace + " (its traces: ravel trace " + runId + ")");
@@ -177,6 +191,41 @@ final class TraceCommand implements Callable<Integer> {
       return 0;
     }
     System.out.print(new TerminalWaterfall().render(view, w, tty, expand));
+    return 0;
+  }
+
+  /**
+   * {@code --startup}: the run's start-up waterfall (each, for a run resumed in another process), on the terminal,
+   * as JSON, or as HTML (the last start-up).
+   */
+  private int startup(RunView run) throws IOException {
+    List<StepView> ups = run.startups();
+    if (ups.isEmpty()) {
+      System.err.println("ravel: run " + runId + " has no start-up trace (no " + dev.ravel.telemetry.spans.SpanNames
+          .RUN_STARTUP + " span: a run from before start-up tracing, or telemetry without the step span group)");
+      return 1;
+    }
+    if (html != null) {
+      StepView last = ups.get(ups.size() - 1);
+      Files.writeString(html, new HtmlWaterfall().render(last, run), StandardCharsets.UTF_8);
+      System.out.println("wrote " + html.toAbsolutePath() + " (the start-up of run " + runId
+          + (ups.size() > 1 ? ", the last of " + ups.size() : "") + ")");
+      return 0;
+    }
+    if (json) {
+      ObjectMapper m = new ObjectMapper();
+      System.out.println(m.writerWithDefaultPrettyPrinter().writeValueAsString(
+          ups.stream().map(v -> TraceJson.step(runId, v)).toList()));
+      return 0;
+    }
+    boolean tty = !plain && Terminal.colour();
+    int w = width != null ? width : columns();
+    for (int i = 0; i < ups.size(); i++) {
+      if (i > 0) {
+        System.out.println();
+      }
+      System.out.print(new TerminalWaterfall().render(ups.get(i), w, tty, expand));
+    }
     return 0;
   }
 

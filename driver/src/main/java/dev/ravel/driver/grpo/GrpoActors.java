@@ -108,11 +108,23 @@ final class GrpoActors {
    */
   static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights initial, Resume from,
       int eos) {
+    return create(session, settings, initial, from, eos, StartupTrace.none());
+  }
+
+  /**
+   * As above, drawn in the run's start-up trace: one {@code rl.run.actors.<role>} span per role, from its first creation
+   * (its placement group included) until its last actor answered, named in each actor's environment as the parent
+   * of the actor's own start-up spans.
+   */
+  static GrpoActors create(DriverSession session, GrpoSettings settings, ModelWeights initial, Resume from,
+      int eos, StartupTrace startup) {
     TrainerState resume = from == null ? null : from.state();
     ModelWeights weights = resume == null ? initial : resume.weights();
     List<RavelActorHandle<GenerationWorker>> workers = new ArrayList<>();
     GrpoConfig grpo = settings.grpo();
     GrpoSettings.Python py = settings.python();
+    java.util.Map<Object, StartupTrace.Role> roles = new java.util.IdentityHashMap<>();
+    StartupTrace.Role workersRole = startup.role(roleName(GenerationWorker.class), settings.workers());
     PlacementGroup group = Placements.group(settings.placement(), settings.workers(), READY_TIMEOUT_MS);
     for (int i = 0; i < settings.workers(); i++) {
       DriverSession.Creator<GenerationWorker> c;
@@ -137,20 +149,24 @@ final class GrpoActors {
         c.placementGroup(group, i).resource("CPU", settings.placement().cpus());
       }
       settings.placement().workerResources().forEach(c::resource);
+      parent(c, workersRole);
       workers.add(c.maxConcurrency(settings.maxConcurrency()).maxRestarts(settings.maxRestarts()).remote());
+      roles.put(workers.get(i), workersRole);
     }
     GrpoSettings.Data data = settings.data();
     List<RavelActorHandle<RewardEnvironment>> rewards = new ArrayList<>();
+    StartupTrace.Role rewardsRole = startup.role(roleName(RewardEnvironment.class), settings.reward().workers());
     for (int i = 0; i < settings.reward().workers(); i++) {
-      rewards.add(data == null
+      DriverSession.Creator<RewardEnvironment> c = data == null
           ? session.actor(RewardEnvironmentActor::new, settings.reward().javaClass(), RewardEnvironment.class)
-              .maxRestarts(settings.maxRestarts()).remote()
           : session.pythonActor(PythonWorkers.REWARD_ENVIRONMENT, PythonWorkers.rewardSpec(data.modelPath(),
               data.prepared().rewardFunction(), data.rewardCodePath(), settings.reward().onError(),
-              settings.reward().timeoutSeconds()), RewardEnvironment.class)
-              .maxRestarts(settings.maxRestarts()).remote());
+              settings.reward().timeoutSeconds()), RewardEnvironment.class);
+      rewards.add(parent(c, rewardsRole).maxRestarts(settings.maxRestarts()).remote());
+      roles.put(rewards.get(i), rewardsRole);
     }
     List<RavelActorHandle<PolicyTrainer>> trainers = new ArrayList<>();
+    StartupTrace.Role trainersRole = startup.role(roleName(PolicyTrainer.class), py == null ? 1 : py.trainers());
     if (py != null) {
       PlacementGroup ranksGroup = Placements.trainerGroup(settings.placement(), py.trainers(), READY_TIMEOUT_MS);
       for (int r = 0; r < py.trainers(); r++) {
@@ -162,37 +178,54 @@ final class GrpoActors {
           c.placementGroup(ranksGroup, r).resource("CPU", settings.placement().trainerCpus());
         }
         settings.placement().trainerResources().forEach(c::resource);
-        trainers.add(c.remote());
+        trainers.add(parent(c, trainersRole).remote());
       }
     } else {
-      trainers.add(session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume), PolicyTrainer.class)
-          .resources(settings.placement().trainerResources()).remote());
+      trainers.add(parent(session.actor(PolicyTrainerActor::new, new TrainerSpec(initial, grpo, resume),
+          PolicyTrainer.class), trainersRole).resources(settings.placement().trainerResources()).remote());
     }
+    trainers.forEach(t -> roles.put(t, trainersRole));
     RavelActorHandle<ReplayBuffer> buffer = null;
     RavelActorHandle<TrajectoryCollector> collector = null;
+    StartupTrace.Role bufferRole = StartupTrace.Role.NONE;
+    StartupTrace.Role collectorRole = StartupTrace.Role.NONE;
     if (settings.async()) {
-      buffer = session.actor(ReplayBufferActor::new, ReplayBuffer.class).maxConcurrency(SERVICE_CONCURRENCY)
-          .resources(settings.placement().trainerResources()).remote();
+      bufferRole = startup.role(roleName(ReplayBuffer.class), 1);
+      buffer = parent(session.actor(ReplayBufferActor::new, ReplayBuffer.class), bufferRole)
+          .maxConcurrency(SERVICE_CONCURRENCY).resources(settings.placement().trainerResources()).remote();
+      roles.put(buffer, bufferRole);
       CollectorSpec cs = new CollectorSpec(workers, rewards, buffer, settings.promptsPerStep(), settings.groupSize(),
           settings.sampling(), settings.seed(), (int) settings.maxAge() + 1,
           Math.max(1, Math.min(MAX_COLLECTOR_IN_FLIGHT, callsPerTarget(settings) * ((int) settings.maxAge() + 1))),
           settings.groupsPerCall(), settings.maxRestarts(), from == null ? 0 : from.weightVersion(),
           data == null ? null : data.prepared().prompts(), settings.restartWaitMs());
-      collector = session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class)
+      collectorRole = startup.role(roleName(TrajectoryCollector.class), 1);
+      collector = parent(session.actor(TrajectoryCollectorActor::new, cs, TrajectoryCollector.class), collectorRole)
           .maxConcurrency(SERVICE_CONCURRENCY).resources(settings.placement().trainerResources()).remote();
+      roles.put(collector, collectorRole);
     }
     GrpoActors actors = new GrpoActors(workers, rewards, trainers, buffer, collector,
         new Failover(session.spans(), settings.maxRestarts(), workers, rewards, settings.restartWaitMs()),
         ObjectStore.RAY);
     actors.spans = session.spans();
-    // a worker that launches a server is up once the server answers, which may take up to launch_timeout_s
-    actors.awaitReady(settings.servers() == null || !settings.servers().launches() ? READY_TIMEOUT_MS
-        : Math.max(READY_TIMEOUT_MS, settings.servers().launchTimeout().toMillis() + 60_000L));
+    List<StartupTrace.Role> allRoles = List.of(workersRole, rewardsRole, trainersRole, bufferRole, collectorRole);
+    try {
+      // a worker that launches a server is up once the server answers, which may take up to launch_timeout_s
+      actors.awaitReady(settings.servers() == null || !settings.servers().launches() ? READY_TIMEOUT_MS
+          : Math.max(READY_TIMEOUT_MS, settings.servers().launchTimeout().toMillis() + 60_000L), roles);
+    } catch (RuntimeException | Error e) {
+      allRoles.forEach(r -> r.end(e));
+      throw e;
+    }
+    allRoles.forEach(r -> r.end(null));
     actors.formTrainerGroup();
     actors.failover.recordProcesses();
     actors.weightsDir = settings.weightsFiles() ? session.telemetry().config().runDir().resolve("weights") : null;
     if (from != null && from.pythonStateFile() != null) {
-      actors.refitFromTrainer(from.weightVersion()); // Python workers start from the seed: load the checkpoint's
+      // Python workers start from the seed: load the checkpoint's (in the start-up trace, as a step's refit phase)
+      try (var s = actors.spans.start(dev.ravel.telemetry.spans.Phase.REFIT)) {
+        actors.refitFromTrainer(from.weightVersion());
+      }
     } else {
       // servers shared with other runs hold whatever they last loaded: the first step loads this run's own
       actors.initialRefitPending = actors.weightsDir != null;
@@ -275,26 +308,99 @@ final class GrpoActors {
     return (settings.promptsPerStep() + settings.groupsPerCall() - 1) / settings.groupsPerCall();
   }
 
-  private void awaitReady(long timeoutMs) {
+  /** The role's name, as its actors' {@code ActorRole} says. */
+  private static String roleName(Class<?> role) {
+    return role.getAnnotation(dev.ravel.workers.actor.ActorRole.class).name();
+  }
+
+  /** The creator, with {@code role}'s span named as the parent of the actor's own start-up spans (if traced). */
+  private static <I extends dev.ravel.workers.actor.RavelRole> DriverSession.Creator<I> parent(
+      DriverSession.Creator<I> c, StartupTrace.Role role) {
+    role.traceparent().ifPresent(tp -> c.env(dev.ravel.telemetry.context.TraceCarrier.STARTUP_ENV, tp));
+    return c;
+  }
+
+  /**
+   * Waits until every actor answers a first call, within {@code timeoutMs} for all; tells each actor's role in
+   * {@code roles} (by handle) when it answered, for the run's start-up trace.
+   */
+  private void awaitReady(long timeoutMs, java.util.Map<Object, StartupTrace.Role> roles) {
     List<RavelRef<?>> ready = new ArrayList<>();
-    workers.forEach(w -> ready.add(w.call(GenerationWorker::engineStats)));
-    trainers.forEach(t -> ready.add(t.call(PolicyTrainer::telemetryStats)));
-    rewards.forEach(r -> ready.add(r.call(RewardEnvironment::telemetryStats)));
+    List<StartupTrace.Role> of = new ArrayList<>();
+    workers.forEach(w -> {
+      ready.add(w.call(GenerationWorker::engineStats));
+      of.add(roles.getOrDefault(w, StartupTrace.Role.NONE));
+    });
+    trainers.forEach(t -> {
+      ready.add(t.call(PolicyTrainer::telemetryStats));
+      of.add(roles.getOrDefault(t, StartupTrace.Role.NONE));
+    });
+    rewards.forEach(r -> {
+      ready.add(r.call(RewardEnvironment::telemetryStats));
+      of.add(roles.getOrDefault(r, StartupTrace.Role.NONE));
+    });
     if (buffer != null) {
       ready.add(buffer.call(ReplayBuffer::stats));
+      of.add(roles.getOrDefault(buffer, StartupTrace.Role.NONE));
       ready.add(collector.call(TrajectoryCollector::stats));
+      of.add(roles.getOrDefault(collector, StartupTrace.Role.NONE));
     }
     long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
-    for (RavelRef<?> r : ready) {
+    boolean[] seen = whenReady(ready, of, deadline);
+    for (int i = 0; i < ready.size(); i++) {
+      RavelRef<?> r = ready.get(i);
       long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
       try {
         r.get(left);
+        if (!seen[i]) {
+          of.get(i).ready(dev.ravel.telemetry.spans.Spans.nowEpochNanos());
+        }
       } catch (io.ray.api.exception.RayTimeoutException e) {
         throw new IllegalStateException("the run's actors were not up within " + timeoutMs / 1000 + " s: Ray"
             + " could not place them (do the cluster's nodes have the CPUs and GPUs asked for? generation.num_gpus,"
             + " trainer.num_gpus) or they are still starting (a server they launch: generation.launch_timeout_s)", e);
       }
     }
+  }
+
+  /**
+   * Tells each call's role in {@code of} when the call answered, waiting with {@code Ray.wait} until all have or the
+   * deadline passes; returns which were seen. A reading for the start-up trace only: any failure of it is left to the
+   * callers' own waits (which then time each call as it is read).
+   */
+  private static boolean[] whenReady(List<RavelRef<?>> calls, List<StartupTrace.Role> of, long deadline) {
+    boolean[] seen = new boolean[calls.size()];
+    if (of.stream().allMatch(r -> r == StartupTrace.Role.NONE)) {
+      return seen;
+    }
+    try {
+      java.util.Map<ObjectRef<byte[]>, Integer> index = new java.util.IdentityHashMap<>();
+      List<ObjectRef<byte[]>> pending = new ArrayList<>();
+      for (int i = 0; i < calls.size(); i++) {
+        ObjectRef<byte[]> r = calls.get(i).rayRef();
+        index.put(r, i);
+        pending.add(r);
+      }
+      while (!pending.isEmpty()) {
+        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        if (left <= 0) {
+          break;
+        }
+        io.ray.api.WaitResult<byte[]> w = io.ray.api.Ray.wait(pending, 1, (int) Math.min(Integer.MAX_VALUE, left));
+        long now = dev.ravel.telemetry.spans.Spans.nowEpochNanos();
+        for (ObjectRef<byte[]> r : w.getReady()) {
+          Integer i = index.get(r);
+          if (i != null && !seen[i]) {
+            seen[i] = true;
+            of.get(i).ready(now);
+          }
+        }
+        pending = new ArrayList<>(w.getUnready());
+      }
+    } catch (RuntimeException e) {
+      LOG.debug("actors' start-up times not read: {}", e.toString());
+    }
+    return seen;
   }
 
   /**

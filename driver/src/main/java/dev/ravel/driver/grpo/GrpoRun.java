@@ -85,14 +85,24 @@ public final class GrpoRun {
         session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE),
         session.config().samplesPerStep());
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
-    ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
-    long serving = resume == null ? initial.version() : resume.weightVersion();
-    actors = GrpoActors.create(session, settings, initial, resume, eos);
-    nodesAtStart = aliveNodes();
-    if (session.config().enabled()) {
-      steps.readEngines(actors::engineStatsByWorker); // the engines over each step, in its line of steps.jsonl
+    // the run's start-up, a trace of its own until just before the first step (docs/design.md, "Span placement")
+    StartupTrace startup = StartupTrace.open(session.spans(), session.takeStartup(), Span.current().getSpanContext());
+    long serving;
+    TrainPhase train;
+    try (var scope = startup.context().makeCurrent()) {
+      ModelWeights initial = ModelWeights.init(settings.javaModel(), settings.seed()); // also the reference policy
+      serving = resume == null ? initial.version() : resume.weightVersion();
+      actors = GrpoActors.create(session, settings, initial, resume, eos, startup);
+      nodesAtStart = aliveNodes();
+      if (session.config().enabled()) {
+        steps.readEngines(actors::engineStatsByWorker); // the engines over each step, in its line of steps.jsonl
+      }
+      train = new TrainPhase(actors.trainers, settings, session.config().runDir(), resolvedConfig, eos);
+    } catch (RuntimeException | Error e) {
+      startup.end(e);
+      throw e;
     }
-    TrainPhase train = new TrainPhase(actors.trainers, settings, session.config().runDir(), resolvedConfig, eos);
+    startup.end(null);
     int first = resume == null ? 0 : resume.completedSteps();
     java.util.function.IntConsumer beforeStep = step -> { // step: the 0-based index, also the steps completed
       if (stopRequested) {

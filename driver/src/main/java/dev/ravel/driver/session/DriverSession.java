@@ -69,8 +69,11 @@ public final class DriverSession implements AutoCloseable {
   private final Map<String, ExportStats> actorStats = new LinkedHashMap<>();
   private final List<String> unreported = new ArrayList<>();
   private boolean closed;
+  /** The session's own start-up, until the first run takes it ({@link #takeStartup()}). */
+  private Startup startup;
 
   private DriverSession(Builder b) {
+    long sessionStart = Spans.nowEpochNanos();
     Map<String, String> env = b.env;
     this.config = b.config;
     // a driver started as a Ray job by ravel submit gets the submitter's resolved settings
@@ -96,6 +99,7 @@ public final class DriverSession implements AutoCloseable {
     }
     this.telemetry = ProcessTelemetry.builder(config).role("driver").otlp(otlp).start();
     LocalRayHead started = null;
+    long rayStart = Spans.nowEpochNanos();
     try {
       String addr = b.address != null ? b.address : env.getOrDefault("RAY_ADDRESS", "");
       if (addr.isEmpty()) {
@@ -128,6 +132,8 @@ public final class DriverSession implements AutoCloseable {
       if (started == null) {
         RunsDirCheck.verify(config.runDir()); // a cluster Ravel did not start may not share the driver's files
       }
+      this.startup = new Startup(sessionStart, rayStart, Spans.nowEpochNanos(),
+          started != null);
     } catch (RuntimeException | Error e) {
       // for example Ray.init() failing on a jar or native-library mismatch: leave no head running
       if (Ray.isInitialized()) {
@@ -220,6 +226,28 @@ public final class DriverSession implements AutoCloseable {
     }
     Ray.init();
     dev.ravel.driver.cluster.NativeLibraryCopy.removeOwn(); // 40 MB that Ray copies for each driver process and never removes
+  }
+
+  /**
+   * When this session began and when it started a local Ray head or connected to a cluster (epoch nanoseconds, from
+   * {@link dev.ravel.telemetry.spans.Spans#nowEpochNanos()}): what a run's start-up trace draws before its actors
+   * ({@code rl.run.startup}, {@code rl.run.ray}; docs/design.md, "Span placement").
+   *
+   * @param sessionStartNanos when the session's construction began (its telemetry started just after)
+   * @param rayStartNanos when it began starting or connecting to Ray
+   * @param rayReadyNanos when the driver was connected (and a cluster's run folder checked)
+   * @param headStarted whether the session started a local head (rather than connect to a running cluster)
+   */
+  public record Startup(long sessionStartNanos, long rayStartNanos, long rayReadyNanos, boolean headStarted) {}
+
+  /**
+   * {@return the session's own start-up, given once: to the session's first run, whose start-up trace begins with it;
+   * empty after that (a later run on the same session started nothing of Ray's)}
+   */
+  public synchronized Optional<Startup> takeStartup() {
+    Optional<Startup> s = Optional.ofNullable(startup);
+    startup = null;
+    return s;
   }
 
   /**

@@ -12,6 +12,7 @@ import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.SpanNames;
+import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -91,5 +92,35 @@ final class RaySmokeIT {
     assertThat(q.generationCoverage()).hasValue(1.0);
     assertThat(q.connectedness()).hasValue(1.0);
     assertThat(q.disconnected()).isEmpty();
+    startup(run, q);
+  }
+
+  /**
+   * The run's start-up, one trace of its own: Ray joined, the actors by role, each worker's backend start and the
+   * trainer's model load as children of their role's span (across the actor's creation), all in one waterfall.
+   */
+  private static void startup(GrpoRuns.Finished run, TraceQuality q) {
+    List<SpanRecord> up = q.runStartupSpans();
+    assertThat(run.traces().named(SpanNames.RUN_STARTUP)).singleElement().satisfies(root -> {
+      assertThat(root.isRoot()).isTrue();
+      assertThat(root.isError()).isFalse();
+      // it ends before the first step starts
+      assertThat(root.endNanos()).isLessThanOrEqualTo(run.traces().named(SpanNames.GRPO_STEP).stream()
+          .mapToLong(SpanRecord::startNanos).min().orElseThrow());
+    });
+    assertThat(up).filteredOn(s -> s.name().equals(SpanNames.RUN_RAY)).singleElement()
+        .satisfies(s -> assertThat(s.attributes()).containsEntry("rl.ray.head_started", false)); // the shared head
+    assertThat(up).filteredOn(s -> s.name().equals(SpanNames.WORKER_START_BACKEND)).hasSize(2)
+        .allSatisfy(s -> assertThat(q.parent(s)).hasValueSatisfying(p -> {
+          assertThat(p.name()).isEqualTo(SpanNames.runActors("generation_worker"));
+          assertThat(p.attributes()).containsEntry("rl.actor.role", "generation_worker");
+          assertThat(s.role()).isEqualTo("generation_worker");
+        }));
+    assertThat(up).filteredOn(s -> s.name().equals(SpanNames.TRAINER_LOAD_MODEL)).singleElement()
+        .satisfies(s -> assertThat(q.parent(s)).hasValueSatisfying(p ->
+            assertThat(p.name()).isEqualTo(SpanNames.runActors("policy_trainer"))));
+    dev.ravel.telemetry.view.RunView view = dev.ravel.telemetry.view.RunView.of(run.traces().spans());
+    assertThat(view.startups()).singleElement().satisfies(v -> assertThat(v.spanCount()).isEqualTo(up.size()));
+    assertThat(view.unconnected()).isEmpty();
   }
 }

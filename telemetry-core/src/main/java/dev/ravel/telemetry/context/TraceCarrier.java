@@ -27,6 +27,13 @@ public final class TraceCarrier implements Serializable {
    */
   public static final String MALFORMED_METRIC = "rl.context.malformed_carriers";
 
+  /**
+   * The environment variable the driver gives each actor it creates during a run's start-up: the {@code traceparent}
+   * of that role's {@code rl.run.actors.<role>} span, under which the actor's constructor opens its start-up span (the
+   * cross-language contract's {@code environment.startup_traceparent}).
+   */
+  public static final String STARTUP_ENV = "RAVEL_STARTUP_TRACEPARENT";
+
   /** Carries nothing: the receiver starts a new trace. */
   public static final TraceCarrier EMPTY = new TraceCarrier("", "", "");
 
@@ -94,6 +101,23 @@ public final class TraceCarrier implements Serializable {
       return EMPTY;
     }
     return of(h[0], h[1], h[2]);
+  }
+
+  /**
+   * The context the {@code traceparent} in the environment variable {@code name} describes, or null when the variable
+   * is absent or holds no valid span context (a process that was not given one).
+   *
+   * @param env the process's environment
+   * @param name the variable, for example {@link #STARTUP_ENV}
+   * @return the context, with that span as the (remote) parent; null when there is none
+   */
+  public static Context fromEnvironment(Map<String, String> env, String name) {
+    String value = env.get(name);
+    if (value == null || value.isBlank()) {
+      return null;
+    }
+    Context c = of(value.strip(), "", "").extract();
+    return io.opentelemetry.api.trace.Span.fromContext(c).getSpanContext().isValid() ? c : null;
   }
 
   /** The context this carrier describes, on top of the root context (a new root if it is malformed). */

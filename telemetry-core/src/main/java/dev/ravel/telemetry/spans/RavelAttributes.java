@@ -21,10 +21,19 @@ public final class RavelAttributes {
   /** The host's name (OpenTelemetry's {@code host.name}). */
   public static final AttributeKey<String> HOST_NAME = AttributeKey.stringKey("host.name");
   public static final AttributeKey<Long> PROCESS_PID = AttributeKey.longKey("process.pid");
+  /**
+   * The process that started this one (OpenTelemetry's name): on a launched inference server's spans as the run's
+   * receiver writes them, the generation worker that launched it (what places the server's start-up under it).
+   */
+  public static final AttributeKey<Long> PROCESS_PARENT_PID = AttributeKey.longKey("process.parent_pid");
 
   // actor calls
   public static final AttributeKey<String> ACTOR_ROLE = AttributeKey.stringKey("rl.actor.role");
   public static final AttributeKey<String> ACTOR_METHOD = AttributeKey.stringKey("rl.actor.method");
+  /** How many actors of a role a run's start-up created ({@code rl.run.actors.<role>}). */
+  public static final AttributeKey<Long> ACTOR_COUNT = AttributeKey.longKey("rl.actor.count");
+  /** Whether the driver started a local Ray head (true) or connected to a running cluster ({@code rl.run.ray}). */
+  public static final AttributeKey<Boolean> RAY_HEAD_STARTED = AttributeKey.booleanKey("rl.ray.head_started");
 
   // faults: a call to an actor whose process died, and its retry
   /** The actor a failed call or its retry went to: its role and index, {@code generation_worker/1}. */

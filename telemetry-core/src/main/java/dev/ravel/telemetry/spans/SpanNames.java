@@ -52,6 +52,39 @@ public final class SpanNames {
   public static final String IDLE_PREFIX = "rl.idle.";
   public static final String IDLE_BUFFER_STARVATION = "rl.idle.buffer_starvation";
   public static final String IDLE_REFIT_BUBBLE = "rl.idle.refit_bubble";
+  /**
+   * The root of a run's start-up trace, one trace of its own (docs/design.md, "Span placement"): from the driver's
+   * session start (or, for a later run on the same session, the run's start) to just before the first step, on the
+   * driver (group {@code step}). Its children: {@link #RUN_RAY}, one {@link #runActors} per role, and the actor
+   * calls the start-up makes (the trainer group's forming, a resumed run's first refit).
+   */
+  public static final String RUN_STARTUP = "rl.run.startup";
+  /** Starting a local Ray head and connecting to it, or connecting to a cluster ({@code rl.ray.head_started}). */
+  public static final String RUN_RAY = "rl.run.ray";
+  /** The prefix of {@link #runActors}'s names. */
+  public static final String RUN_ACTORS = "rl.run.actors";
+  /**
+   * A generation worker's constructor: its engine built, or (backend {@code openai}) its servers reached, a launched
+   * server started and waited for ({@link #WORKER_LAUNCH_SERVER}) and Ravel's weight transfer initialised
+   * ({@link #WORKER_INIT_WEIGHT_TRANSFER}). A child of its role's {@link #runActors}; not opened in an actor that Ray
+   * restarted.
+   */
+  public static final String WORKER_START_BACKEND = "rl.worker.start_backend";
+  /**
+   * Launching the inference server a worker starts and waiting until it answers {@code /health}. A launched vLLM's
+   * own start-up spans ({@code Overall Loading}, {@code Load weights}, ...) come as a trace of their own (the server
+   * is not given this span's context: vLLM seeds Python's {@code random}, which the OpenTelemetry SDK draws span ids
+   * from, so two servers in one trace would export the same span ids), marked with the worker's pid
+   * ({@code process.parent_pid}); {@code ravel trace --startup} draws them under this span.
+   */
+  public static final String WORKER_LAUNCH_SERVER = "rl.worker.launch_server";
+  /** Ravel's weight transfer initialised on every server ({@code POST /init_weight_transfer_engine}). */
+  public static final String WORKER_INIT_WEIGHT_TRANSFER = "rl.worker.init_weight_transfer";
+  /**
+   * A trainer's constructor: the policy (and the frozen reference) built or loaded, the optimiser, a resumed run's
+   * state. A child of the trainers' {@link #runActors}.
+   */
+  public static final String TRAINER_LOAD_MODEL = "rl.trainer.load_model";
   public static final String JOB_SUBMIT = "rl.job.submit";
   public static final String JOB_RUN = "rl.job.run";
   public static final String DEMO_RUN = "rl.demo.run";
@@ -101,6 +134,19 @@ public final class SpanNames {
    * ERROR, and the next retry is its sibling.
    */
   public static final String FAULT_RETRY = "rl.fault.retry";
+
+  /**
+   * The span of one role's actors in a run's start-up, {@code rl.run.actors.<role>} ({@code rl.actor.role},
+   * {@code rl.actor.count}): from the first's creation (its placement group included) until the last answers its
+   * first call. The actors' own start-up spans are its children, across the creation: the driver names this span in
+   * each actor's environment ({@code RAVEL_STARTUP_TRACEPARENT}).
+   *
+   * @param role the role's name ({@code generation_worker}, {@code policy_trainer}, ...)
+   * @return the span's name
+   */
+  public static String runActors(String role) {
+    return RUN_ACTORS + "." + role;
+  }
 
   /**
    * The span an actor opens for a call it serves: {@code rl.<role>.<method in snake_case>}, for example

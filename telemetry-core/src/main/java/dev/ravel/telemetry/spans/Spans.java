@@ -110,6 +110,24 @@ public final class Spans {
   }
 
   /**
+   * Starts {@code name} as a child of {@code parent} only, and makes it current: when the group is off or
+   * {@code parent} holds no valid span, nothing is started and the current context is left as it is (a shared no-op),
+   * so that the span is never a root of its own (an actor's start-up span without the driver's start-up trace).
+   *
+   * @param group the span's group
+   * @param name the span's name
+   * @param parent the parent context; null counts as none
+   * @return the started span, to close; a shared no-op when there is no parent or the group is off
+   */
+  public ScopedSpan startChild(SpanGroup group, String name, Context parent) {
+    if (parent == null || !on.contains(group)
+        || !io.opentelemetry.api.trace.Span.fromContext(parent).getSpanContext().isValid()) {
+      return ScopedSpan.NOOP;
+    }
+    return start(group, name, SpanKind.INTERNAL, parent);
+  }
+
+  /**
    * Starts a step phase's span under the current span, with the phase's group and name and its
    * {@link RavelAttributes#BUCKET}.
    *

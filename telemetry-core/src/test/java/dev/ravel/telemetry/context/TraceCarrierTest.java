@@ -214,6 +214,20 @@ final class TraceCarrierTest {
   }
 
   @Test
+  void fromEnvironment_aValidTraceparentIsTheParent_anAbsentOrMalformedOneIsNull() {
+    String tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    Context c = TraceCarrier.fromEnvironment(Map.of(TraceCarrier.STARTUP_ENV, " " + tp + "\n"), TraceCarrier.STARTUP_ENV);
+
+    assertThat(io.opentelemetry.api.trace.Span.fromContext(c).getSpanContext().getSpanId())
+        .isEqualTo("b7ad6b7169203331");
+    assertThat(TraceCarrier.fromEnvironment(Map.of(), TraceCarrier.STARTUP_ENV)).isNull();
+    assertThat(TraceCarrier.fromEnvironment(Map.of(TraceCarrier.STARTUP_ENV, ""), TraceCarrier.STARTUP_ENV)).isNull();
+    assertThat(TraceCarrier.fromEnvironment(Map.of(TraceCarrier.STARTUP_ENV, "00-nothex-01"), TraceCarrier.STARTUP_ENV))
+        .isNull();
+  }
+
+  @Test
   void equals_comparesAllThreeValues() {
     assertThat(TraceCarrier.of("a", "b", "c")).isEqualTo(TraceCarrier.of("a", "b", "c"))
         .isNotEqualTo(TraceCarrier.of("a", "b", "d"))

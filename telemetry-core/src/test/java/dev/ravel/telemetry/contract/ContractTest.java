@@ -92,7 +92,7 @@ final class ContractTest {
 
     assertThat(javaNames).isEqualTo(contract);
     assertThat(contract).containsKeys("llm_request_queued", "llm_request_prefill", "llm_request_decode",
-        "llm_request_preempted");
+        "llm_request_preempted", "worker_start_backend", "trainer_load_model");
   }
 
   @Test
@@ -114,6 +114,8 @@ final class ContractTest {
   void environmentPrefixes_areTheWorkerEnvironmentsOwn() {
     assertThat(Contract.section("environment").get("telemetry_prefix").asText()).isEqualTo(TelemetryConfig.ENV_PREFIX);
     assertThat(Contract.section("environment").get("otlp_prefix").asText()).isEqualTo(OtlpSettings.WORKER_PREFIX);
+    assertThat(Contract.section("environment").get("startup_traceparent").asText())
+        .isEqualTo(dev.ravel.telemetry.context.TraceCarrier.STARTUP_ENV);
   }
 
   @Test

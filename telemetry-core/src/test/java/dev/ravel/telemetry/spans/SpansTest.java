@@ -40,6 +40,31 @@ final class SpansTest {
   // ---------------------------------------------------------------- groups on
 
   @Test
+  void startChild_underAValidParentIsItsChild_withoutOneNothingStartsAndTheContextStays() {
+    SpanContext parent;
+    try (ScopedSpan root = spans.start(SpanGroup.STEP, SpanNames.RUN_STARTUP)) {
+      parent = root.spanContext();
+    }
+    Context remote = TraceCarrier.of("00-" + parent.getTraceId() + "-" + parent.getSpanId() + "-01", "", "").extract();
+
+    try (ScopedSpan s = spans.startChild(SpanGroup.STEP, SpanNames.TRAINER_LOAD_MODEL, remote)) {
+      assertThat(s.isRecording()).isTrue();
+    }
+    try (ScopedSpan none = spans.startChild(SpanGroup.STEP, SpanNames.WORKER_START_BACKEND, null);
+        ScopedSpan invalid = spans.startChild(SpanGroup.STEP, SpanNames.WORKER_START_BACKEND, Context.root());
+        ScopedSpan off = spans.startChild(SpanGroup.WORKER, SpanNames.WORKER_START_BACKEND, remote)) {
+      assertThat(List.of(none, invalid, off)).noneMatch(ScopedSpan::isRecording);
+      assertThat(Span.current().getSpanContext().isValid()).isFalse();
+    }
+
+    SpanData child = finished(SpanNames.TRAINER_LOAD_MODEL);
+    assertThat(child.getParentSpanContext().getSpanId()).isEqualTo(parent.getSpanId());
+    assertThat(child.getTraceId()).isEqualTo(parent.getTraceId());
+    assertThat(exporter.getFinishedSpanItems()).extracting(SpanData::getName)
+        .containsExactlyInAnyOrder(SpanNames.RUN_STARTUP, SpanNames.TRAINER_LOAD_MODEL);
+  }
+
+  @Test
   void start_groupOnCreatesASpanThatIsCurrentInsideTheTryAndEndsOnClose() {
     SpanContext inside;
     try (ScopedSpan s = spans.start(SpanGroup.STEP, SpanNames.GRPO_STEP)) {

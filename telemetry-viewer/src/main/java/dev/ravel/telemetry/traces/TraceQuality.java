@@ -17,6 +17,8 @@ import java.util.function.Predicate;
  *       engine spans included, whose chain of parents reaches a {@code rl.grpo.step} root in the same
  *       trace without a missing link.</li>
  * </ul>
+ * The run's start-up is in no step: the spans of its own trace ({@code rl.run.startup}, {@link #runStartupSpans()})
+ * and an inference server's own start-up traces ({@link #serverStartupSpans()}) are left out of connectedness.
  * A figure over no spans at all is not 100%: each figure is empty when there is nothing to measure, so a
  * check that asserts it (AssertJ's {@code hasValue(1.0)}) fails when the spans it is about were never
  * exported, instead of passing vacuously. {@link #engineRequests()} and {@link #workerSpans()} give the
@@ -27,10 +29,28 @@ public final class TraceQuality {
 
   private final List<SpanRecord> spans;
   private final Map<String, SpanRecord> byId;
+  /** The traces of a server's own start-up ({@link #isServerStartupTrace}). */
+  private final Set<String> serverStartup;
+  /** The traces of the run's start-up: those with an {@code rl.run.startup} root. */
+  private final Set<String> runStartup;
 
   private TraceQuality(List<SpanRecord> spans) {
     this.spans = spans;
     this.byId = spans.stream().collect(java.util.stream.Collectors.toMap(s -> s.traceId() + s.spanId(), s -> s, (a, b) -> a));
+    Map<String, List<SpanRecord>> byTrace = spans.stream().collect(java.util.stream.Collectors.groupingBy(
+        SpanRecord::traceId));
+    Set<String> server = new java.util.HashSet<>();
+    Set<String> run = new java.util.HashSet<>();
+    byTrace.forEach((trace, in) -> {
+      if (isServerStartupTrace(in)) {
+        server.add(trace);
+      }
+      if (in.stream().anyMatch(s -> s.isRoot() && s.name().equals(SpanNames.RUN_STARTUP))) {
+        run.add(trace);
+      }
+    });
+    this.serverStartup = Set.copyOf(server);
+    this.runStartup = Set.copyOf(run);
   }
 
   public static TraceQuality of(List<SpanRecord> spans) {
@@ -68,39 +88,44 @@ public final class TraceQuality {
   }
 
   /**
-   * Spans from worker processes: every role but the driver's and the job submitter's, less an inference server's
-   * own start-up ({@link #serverStartupSpans()}), which no step caused.
+   * Spans from worker processes: every role but the driver's and the job submitter's, less the run's start-up (its
+   * own trace, {@link #runStartupSpans()}, and an inference server's own, {@link #serverStartupSpans()}), which no
+   * step caused.
    */
   public List<SpanRecord> workerSpans() {
-    Set<String> startup = startupTraces();
     return spans.stream().filter(s -> !s.role().equals("driver") && !s.role().equals("submitter"))
-        .filter(s -> !startup.contains(s.traceId())).toList();
+        .filter(s -> !serverStartup.contains(s.traceId()) && !runStartup.contains(s.traceId())).toList();
   }
 
   /**
    * An inference server's own start-up, traced by the server itself (vLLM's model loading: {@code Overall Loading},
    * {@code Load weights}, ...): the spans of traces that hold nothing but a server's spans under a root that is not
-   * Ravel's ({@code rl.*}) and no engine request ({@code llm_request}). They belong to the run, not to any step.
+   * Ravel's ({@code rl.*}) and no engine request ({@code llm_request}), and a server's spans in the run's start-up
+   * trace should one parent them there. They belong to the run, not to any step.
    */
   public List<SpanRecord> serverStartupSpans() {
-    Set<String> startup = startupTraces();
-    return spans.stream().filter(s -> startup.contains(s.traceId())).toList();
+    return spans.stream().filter(s -> serverStartup.contains(s.traceId())
+        || (runStartup.contains(s.traceId()) && s.role().equals(SERVER_ROLE))).toList();
   }
 
-  private Set<String> startupTraces() {
-    Map<String, List<SpanRecord>> byTrace = spans.stream().collect(java.util.stream.Collectors.groupingBy(
-        SpanRecord::traceId));
-    Set<String> out = new java.util.HashSet<>();
-    byTrace.forEach((trace, in) -> {
-      boolean serverOnly = in.stream().allMatch(s -> s.role().equals(SERVER_ROLE));
-      boolean foreignRoot = in.stream().filter(SpanRecord::isRoot).anyMatch(s -> !s.name().startsWith("rl."));
-      // an engine request is never start-up: one in a trace of its own is a context that did not propagate
-      boolean requests = in.stream().anyMatch(s -> s.name().equals(SpanNames.LLM_REQUEST));
-      if (serverOnly && foreignRoot && !requests) {
-        out.add(trace);
-      }
-    });
-    return out;
+  /** The spans of the run's start-up trace ({@code rl.run.startup} and everything under it, in its trace). */
+  public List<SpanRecord> runStartupSpans() {
+    return spans.stream().filter(s -> runStartup.contains(s.traceId())).toList();
+  }
+
+  /**
+   * Whether the spans of one trace are a server's own start-up: nothing but an inference server's spans, a root that
+   * is not Ravel's ({@code rl.*}), and no engine request (one alone in its trace is a context that did not
+   * propagate, never start-up).
+   *
+   * @param trace the spans of one trace
+   * @return whether they are a server's start-up
+   */
+  public static boolean isServerStartupTrace(List<SpanRecord> trace) {
+    boolean serverOnly = !trace.isEmpty() && trace.stream().allMatch(s -> s.role().equals(SERVER_ROLE));
+    boolean foreignRoot = trace.stream().filter(SpanRecord::isRoot).anyMatch(s -> !s.name().startsWith("rl."));
+    boolean requests = trace.stream().anyMatch(s -> s.name().equals(SpanNames.LLM_REQUEST));
+    return serverOnly && foreignRoot && !requests;
   }
 
   /** The role of an inference server's spans ({@code ravel serve}'s, and a launched vLLM's as the run receives them). */

@@ -232,6 +232,21 @@ public final class RunReport {
       }
       h.append("</tbody>\n</table>\n</section>\n");
     }
+    if (!run.startups().isEmpty()) {
+      // the run's start-up (Ray, the actors, model loads, a launched server's own loading): rows s1, s2, ...
+      h.append("<section class=\"startup\">\n<h2>Start-up</h2>\n<table id=\"startup\">\n<thead><tr><th>start-up</th>")
+          .append("<th>start (UTC)</th><th>duration</th><th>spans</th><th>processes</th><th>errors</th>")
+          .append("<th>trace</th></tr></thead>\n<tbody>\n");
+      for (int i = 0; i < run.startups().size(); i++) {
+        StepView v = run.startups().get(i);
+        h.append("<tr class=\"startup-row\" tabindex=\"0\" data-step=\"s").append(i + 1).append("\">")
+            .append(td(Integer.toString(i + 1))).append(td(Fmt.instant(v.startNanos())))
+            .append(td(Fmt.duration(v.durationNanos()))).append(td(Integer.toString(v.spanCount())))
+            .append(td(Integer.toString(v.processes().size()))).append(td(Integer.toString(v.errorCount())))
+            .append(td(v.traceId())).append("</tr>\n");
+      }
+      h.append("</tbody>\n</table>\n</section>\n");
+    }
     h.append("<section class=\"waterfall\">\n<h2 id=\"waterfall-title\">")
         .append(traces.isEmpty() ? "Click a step to see its waterfall</h2>\n" : "Click a trace to see its waterfall</h2>\n")
         .append("<iframe id=\"waterfall-frame\" title=\"step waterfall\" sandbox=\"allow-scripts\"></iframe>\n")
@@ -254,6 +269,11 @@ public final class RunReport {
       // gzip + base64: a waterfall page compresses about tenfold, and the page inflates it on click
       h.append("<script type=\"application/gzip+base64\" class=\"waterfall-doc\" data-step=\"").append(v.step())
           .append("\">").append(gzipBase64(waterfall.render(v, run))).append("</script>\n");
+    }
+    for (int i = 0; i < run.startups().size() && maxWaterfalls > 0; i++) {
+      h.append("<script type=\"application/gzip+base64\" class=\"waterfall-doc startup-doc\" data-step=\"s")
+          .append(i + 1).append("\">").append(gzipBase64(waterfall.render(run.startups().get(i), run)))
+          .append("</script>\n");
     }
     for (int i = 0; i < Math.min(traces.size(), maxWaterfalls); i++) {
       h.append("<script type=\"application/gzip+base64\" class=\"waterfall-doc\" data-step=\"t").append(i + 1)

@@ -40,6 +40,7 @@ public final class RunView {
 
   private final List<SpanRecord> spans;
   private final List<StepView> steps;
+  private final List<StepView> startups;
   private final List<StepView> otherTraces;
   private final List<SpanRecord> unconnected;
   private final Map<SpanRecord, String> reasons;
@@ -84,7 +85,7 @@ public final class RunView {
       Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
       for (SpanRecord s : byTrace.get(r.traceId()).values()) {
         if (!s.isRoot()) {
-          childrenOf.computeIfAbsent(s.parentSpanId(), k -> new ArrayList<>()).add(s);
+          childrenOf.computeIfAbsent(StepView.key(s.traceId(), s.parentSpanId()), k -> new ArrayList<>()).add(s);
         }
       }
       StepView v = new StepView(r, stepNumber(r), childrenOf, this::span, this::stepOfTrace);
@@ -95,17 +96,22 @@ public final class RunView {
         .thenComparing(StepView::traceId));
     this.steps = List.copyOf(built);
 
+    // the run's start-ups: each rl.run.startup tree, with the servers' own start-up traces of its window under the
+    // worker that launched them
+    Set<String> startupTraces = new HashSet<>();
+    this.startups = startups(byTrace, traceStep, reached, startupTraces);
+
     // every other root (a trace of a user's actors, a tool's): its tree, drawn like a step's
     List<StepView> others = new ArrayList<>();
     for (Map<String, SpanRecord> t : byTrace.values()) {
       SpanRecord any = t.values().iterator().next();
-      if (traceStep.containsKey(any.traceId())) {
+      if (traceStep.containsKey(any.traceId()) || startupTraces.contains(any.traceId())) {
         continue;
       }
       Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
       for (SpanRecord s : t.values()) {
         if (!s.isRoot()) {
-          childrenOf.computeIfAbsent(s.parentSpanId(), k -> new ArrayList<>()).add(s);
+          childrenOf.computeIfAbsent(StepView.key(s.traceId(), s.parentSpanId()), k -> new ArrayList<>()).add(s);
         }
       }
       for (SpanRecord s : t.values()) {
@@ -149,6 +155,83 @@ public final class RunView {
     this.startNanos = all.isEmpty() ? 0 : start;
   }
 
+  /**
+   * The attribute a span placed in a start-up's tree by the view carries (an inference server's start-up root that
+   * has no parent of Ravel's): how its launching worker was found, {@value #PLACED_BY_PID} or
+   * {@value #PLACED_BY_TIME}. Only in the views: the run's span records are what the processes exported.
+   */
+  public static final String PLACED_BY = "rl.view.placed_by";
+  /** Placed under the worker whose {@code process.pid} the server's resource names as its {@code process.parent_pid}. */
+  public static final String PLACED_BY_PID = "process.parent_pid";
+  /** Placed by time: under the launch (or backend start) span whose interval holds the server's start. */
+  public static final String PLACED_BY_TIME = "time window";
+
+  private List<StepView> startups(Map<String, Map<String, SpanRecord>> byTrace, Map<String, Long> traceStep,
+      Set<SpanRecord> reached, Set<String> used) {
+    List<SpanRecord> roots = new ArrayList<>();
+    List<List<SpanRecord>> servers = new ArrayList<>();
+    for (Map<String, SpanRecord> t : byTrace.values()) {
+      List<SpanRecord> in = List.copyOf(t.values());
+      if (traceStep.containsKey(in.get(0).traceId())) {
+        continue;
+      }
+      in.stream().filter(x -> x.isRoot() && x.name().equals(SpanNames.RUN_STARTUP)).forEach(roots::add);
+      if (dev.ravel.telemetry.traces.TraceQuality.isServerStartupTrace(in)) {
+        servers.add(in);
+      }
+    }
+    roots.sort(Comparator.comparingLong(SpanRecord::startNanos).thenComparing(SpanRecord::traceId));
+    List<StepView> out = new ArrayList<>();
+    Set<String> placed = new HashSet<>();
+    for (SpanRecord root : roots) {
+      Map<String, SpanRecord> trace = byTrace.get(root.traceId());
+      Map<String, List<SpanRecord>> childrenOf = new HashMap<>();
+      for (SpanRecord x : trace.values()) {
+        if (!x.isRoot()) {
+          childrenOf.computeIfAbsent(StepView.key(x.traceId(), x.parentSpanId()), k -> new ArrayList<>()).add(x);
+        }
+      }
+      List<SpanRecord> launchSpans = trace.values().stream()
+          .filter(x -> x.name().equals(SpanNames.WORKER_LAUNCH_SERVER)).toList();
+      List<SpanRecord> launches = !launchSpans.isEmpty() ? launchSpans
+          : trace.values().stream().filter(x -> x.name().equals(SpanNames.WORKER_START_BACKEND)).toList();
+      Map<SpanRecord, SpanRecord> copies = new IdentityHashMap<>();
+      for (List<SpanRecord> server : servers) {
+        String id = server.get(0).traceId();
+        long start = server.stream().filter(SpanRecord::isRoot).mapToLong(SpanRecord::startNanos).min().orElse(0);
+        if (placed.contains(id) || start < root.startNanos() || start > Math.max(root.startNanos(), root.endNanos())) {
+          continue;
+        }
+        placed.add(id);
+        for (SpanRecord x : server) {
+          if (!x.isRoot()) {
+            childrenOf.computeIfAbsent(StepView.key(x.traceId(), x.parentSpanId()), k -> new ArrayList<>()).add(x);
+            continue;
+          }
+          Object parentPid = x.resourceAttribute(RavelAttributes.PROCESS_PARENT_PID);
+          Optional<SpanRecord> byPid = parentPid == null ? Optional.empty() : launches.stream()
+              .filter(l -> String.valueOf(parentPid).equals(String.valueOf(l.resourceAttribute(
+                  RavelAttributes.PROCESS_PID)))).min(Comparator.comparingLong(SpanRecord::startNanos));
+          SpanRecord under = byPid.orElseGet(() -> launches.stream()
+              .filter(l -> l.startNanos() <= x.startNanos() && x.startNanos() <= l.endNanos())
+              .max(Comparator.comparingLong(SpanRecord::startNanos)).orElse(root));
+          Map<String, Object> attrs = new TreeMap<>(x.attributes());
+          attrs.put(PLACED_BY, byPid.isPresent() ? PLACED_BY_PID : PLACED_BY_TIME);
+          SpanRecord copy = new SpanRecord(x.traceId(), x.spanId(), under.spanId(), x.name(), x.kind(), x.startNanos(),
+              x.endNanos(), x.statusCode(), x.statusMessage(), attrs, x.resource(), x.events(), x.links(), x.source());
+          copies.put(copy, x);
+          childrenOf.computeIfAbsent(StepView.key(under.traceId(), under.spanId()), k -> new ArrayList<>()).add(copy);
+        }
+        used.add(id);
+      }
+      StepView v = new StepView(root, -1, childrenOf, this::span, this::stepOfTrace);
+      v.nodes().forEach(n -> reached.add(copies.getOrDefault(n.span(), n.span())));
+      used.add(root.traceId());
+      out.add(v);
+    }
+    return List.copyOf(out);
+  }
+
   /** The view of one run's spans (from {@code RunTraces.readDir(...).spans()} or a backend). */
   public static RunView of(List<SpanRecord> spans) {
     return new RunView(spans);
@@ -182,10 +265,22 @@ public final class RunView {
 
   /**
    * The trees of the run's other traces: one per root span of a trace without an {@code rl.grpo.step} root (your
-   * own actors' calls, for example), by start time. Their spans still count as {@link #unconnected} to steps.
+   * own actors' calls, for example), by start time, less the run's start-ups ({@link #startups()}). Their spans
+   * still count as {@link #unconnected} to steps.
    */
   public List<StepView> otherTraces() {
     return otherTraces;
+  }
+
+  /**
+   * The run's start-ups, by start time (one, or one per process of a resumed run): each the tree of an
+   * {@code rl.run.startup} root (docs/design.md, "Span placement"), and, placed in it, the inference servers' own
+   * start-up traces that began in its window and have no parent of Ravel's (vLLM's model loading, exported as roots
+   * of their own), each root under the worker that launched it ({@value #PLACED_BY}). Neither is among
+   * {@link #otherTraces()} or {@link #unconnected()}.
+   */
+  public List<StepView> startups() {
+    return startups;
   }
 
   /** The steps, by step number ({@code rl.step}), then start time. */
@@ -199,8 +294,9 @@ public final class RunView {
   }
 
   /**
-   * The spans that are in no step's tree: spans of traces without an {@code rl.grpo.step} root, spans whose
-   * chain of parents is broken (a parent id not among the trace's spans), and repeated span ids. By start time.
+   * The spans that are in no step's tree nor a start-up's ({@link #startups()}): spans of other traces without an
+   * {@code rl.grpo.step} root, spans whose chain of parents is broken (a parent id not among the trace's spans), and
+   * repeated span ids. By start time.
    */
   public List<SpanRecord> unconnected() {
     return unconnected;

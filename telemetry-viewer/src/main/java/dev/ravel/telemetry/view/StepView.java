@@ -56,7 +56,8 @@ public final class StepView {
   /**
    * @param rootSpan the {@code rl.grpo.step} root
    * @param step the step number
-   * @param childrenOf span id to the children with that parent id, within the root's trace (ids unique)
+   * @param childrenOf the children of each span, by its {@link #key} (trace and span id): within the root's trace,
+   *     and the traces a run's start-up places in it
    * @param resolve a span of the run by trace id and span id
    * @param stepOfTrace the step whose trace has a given trace id
    */
@@ -119,17 +120,25 @@ public final class StepView {
     }
   }
 
+  /**
+   * A span's key in a tree: its trace and span id (span ids are unique within a trace only: two vLLM servers, which
+   * seed the random numbers their span ids come from, export the same ones in their own traces).
+   */
+  static String key(String traceId, String spanId) {
+    return traceId + "/" + spanId;
+  }
+
   private static Builder build(SpanRecord s, int depth, Map<String, List<SpanRecord>> childrenOf,
       Set<String> seen) {
     Builder b = new Builder(s, depth);
-    seen.add(s.spanId());
-    List<SpanRecord> kids = new ArrayList<>(childrenOf.getOrDefault(s.spanId(), List.of()));
+    seen.add(key(s.traceId(), s.spanId()));
+    List<SpanRecord> kids = new ArrayList<>(childrenOf.getOrDefault(key(s.traceId(), s.spanId()), List.of()));
     if (kids.isEmpty()) {
       kids.addAll(lifecycleOf(s));
     }
     kids.sort(ORDER);
     for (SpanRecord k : kids) {
-      if (!seen.contains(k.spanId())) {
+      if (!seen.contains(key(k.traceId(), k.spanId()))) {
         b.kids.add(build(k, depth + 1, childrenOf, seen));
       }
     }

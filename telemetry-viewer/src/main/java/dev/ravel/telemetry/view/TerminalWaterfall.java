@@ -118,6 +118,7 @@ public final class TerminalWaterfall {
     meta.add(step.errorCount() > 0 ? paint.p("errors " + step.errorCount(), RED) : "errors 0");
     meta.add("critical path " + step.criticalPath().size() + " spans");
     out.addAll(pack(meta, "", "", width));
+    out.addAll(placements(step, width));
     if (grpo) {
       out.addAll(pack(phaseItems(model.phases()), "phases: ", "  ", width));
       List<String> hop = hopItems(step);
@@ -170,6 +171,26 @@ public final class TerminalWaterfall {
     }
 
     return finish(out, width);
+  }
+
+  /**
+   * A start-up's note on the spans the view placed in it ({@link RunView#PLACED_BY}): inference servers' own start-up
+   * traces that had no parent of Ravel's, each drawn under the worker that launched it, and how that worker was found.
+   */
+  private static List<String> placements(StepView step, int width) {
+    java.util.Map<String, Integer> by = new java.util.TreeMap<>();
+    for (SpanNode n : step.nodes()) {
+      if (n.span().attributes().get(RunView.PLACED_BY) instanceof String how) {
+        by.merge(how, 1, Integer::sum);
+      }
+    }
+    if (by.isEmpty()) {
+      return List.of();
+    }
+    List<String> items = new ArrayList<>();
+    by.forEach((how, n) -> items.add(n + " by " + (how.equals(RunView.PLACED_BY_PID)
+        ? "the launching worker's pid (" + RunView.PLACED_BY_PID + ")" : "time: within a worker's launch, no trace link")));
+    return pack(items, "placed (no parent in the trace): server start-up roots under their worker: ", "  ", width);
   }
 
   /** Draws span rows; one instance per rendering. */
@@ -401,6 +422,10 @@ public final class TerminalWaterfall {
     }
     if (run.steps().isEmpty()) {
       out.add("  (no " + RunView.STEP_ROOT + " traces)");
+    }
+    for (StepView up : run.startups()) {
+      out.add("start-up " + Fmt.duration(up.durationNanos()) + (up.errorCount() > 0 ? paint.p("  errors "
+          + up.errorCount(), RED) : "") + "  (its waterfall: --startup)");
     }
     out.add("");
     List<SpanRecord> loose = run.unconnected();

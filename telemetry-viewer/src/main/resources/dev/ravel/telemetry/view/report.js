@@ -215,14 +215,16 @@
   }
 
   function showStep(step) {
-    // a run without GRPO steps lists its traces instead: rows t1, t2, ... (no samples)
+    // a run without GRPO steps lists its traces instead: rows t1, t2, ... (no samples); its start-ups are s1, s2, ...
     var trace = String(step).charAt(0) === "t";
-    var what = trace ? "Trace " + String(step).substring(1) : "Step " + step;
-    if (!trace) { showSamples(step); }
+    var startup = String(step).charAt(0) === "s";
+    var what = trace ? "Trace " + String(step).substring(1) : startup ? "Start-up " + String(step).substring(1)
+      : "Step " + step;
+    if (!trace && !startup) { showSamples(step); }
     var doc = document.querySelector("script.waterfall-doc[data-step='" + step + "']");
     var heading = document.getElementById("waterfall-title");
     var frameEl = document.getElementById("waterfall-frame");
-    Array.prototype.forEach.call(document.querySelectorAll("tr.step-row"), function (r) {
+    Array.prototype.forEach.call(document.querySelectorAll("tr.step-row, tr.startup-row"), function (r) {
       var on = r.getAttribute("data-step") === String(step);
       r.classList.toggle("selected", on);
       if (on) { // into view inside the table's own scroll box, the page stays where it is
@@ -234,7 +236,8 @@
       }
     });
     if (!doc) {
-      heading.textContent = trace ? what + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --trace <id>)"
+      heading.textContent = startup ? what + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --startup)"
+        : trace ? what + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --trace <id>)"
         : "Step " + step + ": its waterfall is not in this page (run: ravel trace " + data.run.id + " --step " + step + ")";
       frameEl.removeAttribute("srcdoc");
       return;
@@ -340,7 +343,8 @@
     if (t && t.tagName !== "IFRAME") { showStep(t.getAttribute("data-step")); }
   });
   document.addEventListener("keydown", function (ev) {
-    if (ev.key === "Enter" && ev.target.classList && ev.target.classList.contains("step-row")) {
+    if (ev.key === "Enter" && ev.target.classList && (ev.target.classList.contains("step-row")
+        || ev.target.classList.contains("startup-row"))) {
       showStep(ev.target.getAttribute("data-step"));
     }
   });

@@ -44,6 +44,8 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
   public GenerationWorkerActor(Payload<GenerationWorkerSpec> specPayload) {
     GenerationWorkerSpec spec = specPayload.value();
     TelemetryConfig t = telemetry().config();
+    // the run's start-up trace: this worker's backend start, under its role's rl.run.actors (docs/design.md)
+    var startup = startupSpan(SpanNames.WORKER_START_BACKEND);
     if (spec.servers() != null) {
       GenerationBackend started = null;
       RuntimeException failure = null;
@@ -51,16 +53,20 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
         started = OpenAiBackend.start(spec.servers(), spec.modelName(), spec.initialWeights(),
             spec.kvTokenBudget(), spec.maxRunningRequests(), telemetry().openTelemetry(), t.runDir(),
             OpenAiBackend.tracedByRatio(t.engineTracing(), t.engineSampleRatio()),
-            // what the run's OTLP receiver gives a launched server's resource (vLLM sets none of it)
+            // what the run's OTLP receiver gives a launched server's resource (vLLM sets none of it), the worker
+            // that launched it included
             Map.of(RavelAttributes.RUN_ID.getKey(), t.runId(), RavelAttributes.PROCESS_ROLE.getKey(), SERVER_ROLE,
-                RavelAttributes.SERVICE_NAME.getKey(), t.serviceName()), t.exporter().writesFiles(),
+                RavelAttributes.SERVICE_NAME.getKey(), t.serviceName(), RavelAttributes.PROCESS_PARENT_PID.getKey(),
+                String.valueOf(ProcessHandle.current().pid())), t.exporter().writesFiles(),
             telemetry()::otlpRelay).spans(spans());
       } catch (RuntimeException e) {
         LOG.error("the generation backend did not start: {}", e.getMessage(), e);
         failure = e;
+        startup.error(e);
       }
       this.backend = started;
       this.startFailure = failure;
+      startup.close();
     } else {
       this.startFailure = null;
       EngineConfig config = EngineConfig.builder()
@@ -72,8 +78,10 @@ public final class GenerationWorkerActor extends RavelActor implements Generatio
           .sampleRatio(t.engineSampleRatio())
           .slowRequest(t.engineSlowRequest())
           .build();
-      this.backend = new EmbeddedBackend(
-          new EmbeddedEngine(config, TinyLm.of(spec.initialWeights()), telemetry().openTelemetry()));
+      try (startup) {
+        this.backend = new EmbeddedBackend(
+            new EmbeddedEngine(config, TinyLm.of(spec.initialWeights()), telemetry().openTelemetry()));
+      }
     }
   }
 

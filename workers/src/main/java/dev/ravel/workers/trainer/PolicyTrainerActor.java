@@ -26,9 +26,12 @@ public final class PolicyTrainerActor extends RavelActor implements PolicyTraine
 
   public PolicyTrainerActor(Payload<TrainerSpec> specPayload) {
     TrainerSpec spec = specPayload.value();
-    this.trainer = new GrpoTrainer(spec.initial(), spec.grpo());
-    if (spec.resume() != null) {
-      trainer.restore(spec.resume());
+    // the run's start-up trace: the trainer's model and state, under the trainers' rl.run.actors (docs/design.md)
+    try (var startup = startupSpan(dev.ravel.telemetry.spans.SpanNames.TRAINER_LOAD_MODEL)) {
+      this.trainer = new GrpoTrainer(spec.initial(), spec.grpo());
+      if (spec.resume() != null) {
+        trainer.restore(spec.resume());
+      }
     }
   }
 

@@ -206,17 +206,27 @@ public final class OpenAiBackend implements GenerationBackend {
     String command = spec.launchCommand().replace(OTLP_ENDPOINT, receiver == null ? "" : receiver.endpoint());
     java.util.function.Supplier<LaunchedServer> launchTemplate = () -> LaunchedServer.fromTemplate(command, modelName,
         logDir, spec.launchTimeout(), health);
+    // the run's start-up trace: under the worker's rl.worker.start_backend when there is one, else no span at all
+    dev.ravel.telemetry.spans.Spans startup = dev.ravel.telemetry.spans.Spans.create(otel,
+        java.util.EnumSet.of(dev.ravel.telemetry.config.SpanGroup.WORKER));
     if (spec.launches()) {
-      if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
-        if (initial == null) {
-          throw new IllegalArgumentException("launch: ravel serves Ravel's TinyLm, which needs the Java trainer's"
-              + " initial weights");
+      try (var s = startup.startChild(dev.ravel.telemetry.config.SpanGroup.WORKER,
+          dev.ravel.telemetry.spans.SpanNames.WORKER_LAUNCH_SERVER, io.opentelemetry.context.Context.current())) {
+        if (spec.launch().equals(ServerBackendSpec.LAUNCH_RAVEL)) {
+          if (initial == null) {
+            throw new IllegalArgumentException("launch: ravel serves Ravel's TinyLm, which needs the Java trainer's"
+                + " initial weights");
+          }
+          Path w = WeightsFile.write(weightsDir.resolve("weights-v" + initial.version() + ".bin"), initial);
+          launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
+              logDir, spec.launchTimeout(), health, spec.recordExchanges());
+        } else {
+          // not given this span as its TRACEPARENT: vLLM seeds Python's random in its engine processes, which the
+          // OpenTelemetry SDK draws span ids from, so two servers in one trace would export the same span ids; its
+          // loading comes as a trace of its own, which ravel trace --startup places under this span
+          // (process.parent_pid, which the run's receiver writes)
+          launched = launchTemplate.get();
         }
-        Path w = WeightsFile.write(weightsDir.resolve("weights-v" + initial.version() + ".bin"), initial);
-        launched = LaunchedServer.ravel(modelName, w, kvTokenBudget, maxRunningRequests, spec.serverHeapMb(),
-            logDir, spec.launchTimeout(), health, spec.recordExchanges());
-      } else {
-        launched = launchTemplate.get();
       }
       urls = List.of(launched.url());
     }
@@ -250,7 +260,10 @@ public final class OpenAiBackend implements GenerationBackend {
     }
     if (spec.refit() && spec.nativeSync() && spec.refitOwner()) {
       try {
-        backend.initWeightTransfer();
+        try (var s = startup.startChild(dev.ravel.telemetry.config.SpanGroup.WORKER,
+            dev.ravel.telemetry.spans.SpanNames.WORKER_INIT_WEIGHT_TRANSFER, io.opentelemetry.context.Context.current())) {
+          backend.initWeightTransfer();
+        }
         // without initial weights (a Python trainer's), the driver loads the trainer's first file before any step
         if (launched == null && initial != null) {
           // servers of the user's serve whatever they last loaded (another run's weights, their own model): the
