@@ -228,21 +228,26 @@ class LaunchedServer(Server):
     def log_tail(self, n: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
 
-    def stop(self) -> None:
-        """SIGTERM to the server by its PID (its start time checked), SIGKILL after 60 s; then whatever of its
-        processes outlived it (the engine core), each by its PID and start time."""
+    def stop(self, grace_s: float = 30) -> None:
+        """SIGTERM to the server by its PID (its start time checked), SIGKILL after ``grace_s`` (vLLM ignores
+        SIGTERM early in its start); then whatever of its processes outlived it (the engine core), each by its PID
+        and start time, as seen before each signal."""
         kids = descendants(self.proc.pid)
         if self.proc.poll() is None and start_time(self.proc.pid) == self.started:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            self.proc.wait(timeout=60)
+            self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
+            kids += [k for k in descendants(self.proc.pid) if k not in kids]  # started since the SIGTERM
             if start_time(self.proc.pid) == self.started:
                 self.proc.kill()
             self.proc.wait(timeout=30)
         for pid, st in kids:
             if start_time(pid) == st:
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # ended since its start time was read
+                    pass
         self._out.close()
 
 
