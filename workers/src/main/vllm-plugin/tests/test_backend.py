@@ -5,6 +5,7 @@ fixture with tied embeddings whose file has no ``lm_head.weight``."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from ravel_checks import gpu_check_vllm
 
 from ravel_vllm.backend import RavelFileUpdateInfo, read_weights, with_tied_head
 
@@ -117,6 +119,42 @@ def test_refit_throughTheBackend_serverLogprobsEqualTransformersOnTheNewWeights(
     token, logprob = served(server, ids)
     assert token == after[0], (token, after)
     assert math.isclose(logprob, after[1], abs_tol=1e-4), (logprob, after[1])
+
+
+def test_gpuCheckSteps_onThisServer_everyRefitMatchesTheTrainer(server: VllmServer, model_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """scripts/gpu-check.sh --vllm's steps on this server (its own start aside): the initial weights loaded, then
+    two GRPO steps of Ravel's Python trainer, each refit through the routes in order and compared."""
+    from ravel_workers import hf
+    from ravel_workers.actors import PolicyTrainerImpl
+    from ravel_workers.telemetry import ProcessTelemetry
+
+    telemetry = ProcessTelemetry.from_env("policy_trainer", {"RAVEL_TELEMETRY_ENABLED": "false"})
+    spec = gpu_check_vllm.trainer_spec(model_dir, "cpu", "float32", 7, 4, 1e-3)
+    trainer = PolicyTrainerImpl(json.dumps(spec), telemetry=telemetry)
+    lines: list[str] = []
+    out = gpu_check_vllm.run_steps(gpu_check_vllm.Server(server.url, "tiny"), trainer,
+                                   hf.load_tokenizer(str(model_dir)), tmp_path / "weights", steps=2, prompts=4,
+                                   group_size=4, max_tokens=4, seed=7, atol=1e-4, deadline=math.inf, log=lines.append)
+    telemetry.shutdown()
+    assert out.failures == [], (out.failures, lines)
+    assert out.routes == [list(gpu_check_vllm.REFIT_ROUTES)] * 3  # the initial weights and two steps
+    assert [s.version for s in out.steps] == [1, 2]
+    assert server.ok("GET", "/weight_info")["weight_version"] == "2"
+    assert out.initial is not None and out.initial.error <= 1e-4
+    assert all(s.probe.error <= 1e-4 and s.sampled_logprob_error <= 1e-4 for s in out.steps), lines
+    assert len(list((tmp_path / "weights").glob("weights-v*.safetensors"))) == 2  # the last two versions kept
+
+
+def test_gpuCheckProbe_serverOnOtherWeights_fails() -> None:
+    outcome = gpu_check_vllm.Outcome(atol=1e-4)
+    outcome.check_probe(gpu_check_vllm.Probe(3, server_token=5, server_logprob=-0.50, local_token=5,
+                                             local_logprob=-0.52, local_best=-0.52))
+    outcome.check_probe(gpu_check_vllm.Probe(4, server_token=6, server_logprob=-0.9, local_token=5,
+                                             local_logprob=-0.9, local_best=-0.2))
+    assert len(outcome.failures) == 2
+    assert "version 3: the server's greedy log-prob -0.500000 is not transformers' -0.520000" in outcome.failures[0]
+    assert "version 4: the server's greedy token 6 is not transformers' (5" in outcome.failures[1]
 
 
 def test_initInfo_anotherTransport_isRefusedNamingIt(server: VllmServer) -> None:
