@@ -35,9 +35,11 @@ stopped by their PIDs (checked against their start times) when the benchmark end
   ``llm_request`` span per choice of every sampled request (vLLM exports them a few seconds later), or the benchmark
   fails.
 
-After one unrecorded warm-up of each side, the rounds rotate their order. The report (``--json``) has every
-round's figures of every side; the Java suite pairs them into ratios. Timings of a shared machine are noisy: read
-the ratios of one invocation, not the seconds.
+After one unrecorded warm-up of each side, the rounds go through every order of the sides in turn (each side
+first, last and after each other side equally often), each generation side after a pause of ``--settle-s``: vLLM's
+CPU engine binds its threads to a core, the same core for both servers, and what one side leaves spinning there
+must fall on every side alike. The report (``--json``) has every round's figures of every side; the Java suite
+pairs them into ratios. Timings of a shared machine are noisy: read the ratios of one invocation, not the seconds.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import argparse
 import asyncio
 import http.server
 import importlib
+import itertools
 import json
 import os
 import secrets
@@ -146,8 +149,9 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self.cmd = fill(template, self.port, otlp_endpoint)
-        # the environment this process has, less any OTLP setting it inherited (vLLM would read those)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        # the environment this process has, less any OTLP setting it inherited (vLLM would read those) and the
+        # path this benchmark's package is imported from
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "PYTHONPATH"}
         env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                     "DO_NOT_TRACK": "1"})
         self._out: IO[bytes] = log.open("wb")
@@ -345,20 +349,31 @@ class OpenAiSide:
 
 
 def rotations(sides: list[str], rounds: int) -> Iterator[tuple[int, list[str]]]:
-    """Round -1 (the unrecorded warm-up) then ``rounds`` rounds, each side first in turn."""
+    """Round -1 (the unrecorded warm-up, in ``sides``' order) then ``rounds`` rounds going through every order of
+    ``sides`` in turn, so that each side comes first, last and after each other side equally often (A, B then B, A
+    for two sides): what the side before leaves behind (a server's threads still spinning on a shared core, a cache)
+    falls on each side alike."""
+    orders = [list(o) for o in itertools.permutations(sides)]
     for r in range(-1, rounds):
-        k = r % len(sides) if r >= 0 else 0
-        yield r, sides[k:] + sides[:k]
+        yield r, list(sides) if r < 0 else orders[r % len(orders)]
+
+
+def settle(seconds: float) -> None:
+    """Lets the machine go quiet before a side starts (the last side's server threads stop spinning)."""
+    if seconds > 0:
+        time.sleep(seconds)
 
 
 # ---------------------------------------------------------------------------------------------- the benchmarks
 
 
-def client_rounds(java: JavaClient, openai: OpenAiSide, off: Server, w: Workload, rounds: int) -> dict[str, Any]:
+def client_rounds(java: JavaClient, openai: OpenAiSide, off: Server, w: Workload, rounds: int,
+                  settle_s: float) -> dict[str, Any]:
     rows = []
     for r, order in rotations(["ravel", "openai"], rounds):
         got: dict[str, tuple[int, float]] = {}
         for side in order:
+            settle(settle_s)
             if side == "ravel":
                 a = java.ask(w.java(off.url, f"java-r{r}"))
                 if a["errors"]:
@@ -377,7 +392,7 @@ def client_rounds(java: JavaClient, openai: OpenAiSide, off: Server, w: Workload
 
 
 def tracing_rounds(openai: OpenAiSide, off: Server, traced: Server, sink: OtlpSink, w: Workload,
-                   rounds: int, wait_s: float) -> dict[str, Any]:
+                   rounds: int, wait_s: float, settle_s: float) -> dict[str, Any]:
     sides = ["off"] + [f"share_{s}" for s in SHARES]
     counters = {s: 0 for s in SHARES}  # requests sent at each share, warm-up included
     sampled = {s: 0 for s in SHARES}  # of which sampled
@@ -387,6 +402,7 @@ def tracing_rounds(openai: OpenAiSide, off: Server, traced: Server, sink: OtlpSi
     for r, order in rotations(sides, rounds):
         row: dict[str, Any] = {"order": order}
         for side in order:
+            settle(settle_s)
             if side == "off":
                 tokens, seconds = openai.generate(off.url, w, f"off-r{r}", lambda _: False)
             else:
@@ -535,9 +551,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         openai = OpenAiSide()
         stack.callback(openai.close)
         print(f"servers healthy after {started_s:.0f} s; tracing rounds", file=sys.stderr, flush=True)
-        tracing = tracing_rounds(openai, off, traced, sink, w, a.rounds, a.span_wait_s)
+        tracing = tracing_rounds(openai, off, traced, sink, w, a.rounds, a.span_wait_s, a.settle_s)
         print("client rounds", file=sys.stderr, flush=True)
-        client = client_rounds(java, openai, off, w, a.rounds)
+        client = client_rounds(java, openai, off, w, a.rounds, a.settle_s)
         # new weights, once: every parameter moved (the tied embedding, so the head, included)
         g = torch.Generator().manual_seed(a.seed + 4)
         with torch.no_grad():
@@ -551,7 +567,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "client": client, "refit": refit, "tracing": tracing,
         "settings": {"model": str(model_dir), "parameters": params, "prompts": a.prompts, "group_size": a.group_size,
                      "max_tokens": a.max_tokens, "rounds": a.rounds, "refit_rounds": a.refit_rounds,
-                     "seed": a.seed, "launch_off": fill(a.launch_off, 0, ""),
+                     "seed": a.seed, "settle_s": a.settle_s, "launch_off": fill(a.launch_off, 0, ""),
                      "launch_traced": fill(a.launch_traced, 0, "{otlp_traces_endpoint}"),
                      "servers_healthy_s": started_s},
         "versions": {"python": sys.version.split()[0], "torch": torch.__version__,
@@ -589,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads of this process (default 2)")
     p.add_argument("--launch-timeout-s", type=float, default=900, help="for both servers to answer /health")
+    p.add_argument("--settle-s", type=float, default=0.5, help="a pause before each generation side (default 0.5)")
     p.add_argument("--span-wait-s", type=float, default=30, help="for vLLM's spans to arrive after the rounds")
     p.add_argument("--work-dir", default="", help="where the servers' logs and the weight files go (default: a"
                    " temporary folder)")

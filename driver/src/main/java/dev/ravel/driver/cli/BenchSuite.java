@@ -396,7 +396,7 @@ final class BenchSuite {
     Path pkg = home.ravelHome().resolve("workers/src/main/python");
     exec(List.of(vllmVenv.resolve("bin/python").toString(), "-m", "ravel_checks.bench_vllm", "--model",
         model.toString(), "--launch-off", launch.get(0), "--launch-traced", launch.get(1), "--java-client",
-        client.toString(), "--rounds", String.valueOf(2 * rounds + 2), "--refit-rounds", String.valueOf(3 * rounds),
+        client.toString(), "--rounds", String.valueOf(4 * rounds), "--refit-rounds", String.valueOf(3 * rounds),
         "--work-dir", runsDir.resolve("bench-vllm").toString(), "--json", out.toString()), pkg,
         runsDir.resolve("bench-vllm.log"), Map.of("PYTHONPATH", pkg.toString()));
     Map<String, Object> r = JSON.readValue(out.toFile(), new TypeReference<Map<String, Object>>() {});
