@@ -78,6 +78,11 @@ final class BenchCommand implements Callable<Integer> {
       + " write it back; --docs then renders the merged report.")
   Path into;
 
+  @Option(names = "--vllm-venv", paramLabel = "DIR", description = "With --suite: the virtualenv with vLLM and Ravel's"
+      + " plugin that the part vllm runs (default: system property " + BenchSuite.VLLM_VENV_PROPERTY + ", else "
+      + BenchSuite.VLLM_VENV_ENV + "); scripts/setup-vllm-cpu.sh | tail -n 1 prints one.")
+  Path vllmVenv;
+
   @picocli.CommandLine.Spec
   picocli.CommandLine.Model.CommandSpec spec;
 
@@ -128,7 +133,8 @@ final class BenchCommand implements Callable<Integer> {
       Path out = json != null ? json : Path.of("bench-suite.json");
       BenchSuite benchSuite;
       try {
-        benchSuite = new BenchSuite(RayHome.locate(System.getenv()), runsDir, rounds == null ? 3 : rounds, parts);
+        benchSuite = new BenchSuite(RayHome.locate(System.getenv()), runsDir, rounds == null ? 3 : rounds, parts,
+            vllmVenv);
       } catch (IllegalArgumentException e) {
         throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
       }

