@@ -53,7 +53,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -70,6 +69,7 @@ from typing import IO, Any
 import torch
 
 from ravel_checks.bench_hf import build_fixture, model_config, prompt_ids, wire
+from ravel_checks.procs import descendants, free_port, start_time
 
 #: The carrier of a trainer call with no trace context (telemetry off on the trainer side).
 CARRIER = json.dumps({"traceparent": "", "tracestate": "", "baggage": ""})
@@ -84,34 +84,7 @@ JAVA_ANSWER = "bench-vllm-client: "
 # ---------------------------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
-
-def start_time(pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat: tells a process from a later one that got its PID."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def descendants(pid: int) -> list[tuple[int, str]]:
-    """Every process below ``pid`` with its start time."""
-    out: list[tuple[int, str]] = []
-    try:
-        kids = [int(k) for t in Path(f"/proc/{pid}/task").iterdir() for k in (t / "children").read_text().split()]
-    except OSError:
-        return out
-    for k in kids:
-        st = start_time(k)
-        if st is not None:
-            out.append((k, st))
-            out.extend(descendants(k))
-    return out
 
 
 def stop(proc: subprocess.Popen[bytes], started: str | None, grace_s: float = 60) -> None:

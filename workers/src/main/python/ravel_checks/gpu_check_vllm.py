@@ -46,7 +46,6 @@ import random
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -60,6 +59,8 @@ from types import FrameType, ModuleType
 from typing import Any
 
 import torch
+
+from ravel_checks.procs import descendants, free_port, start_time
 
 #: The weight-transfer backend of Ravel's plugin (``ravel_vllm.plugin.BACKEND``) and its entry point.
 BACKEND = "ravel-file"
@@ -89,34 +90,6 @@ def tolerance(device: str, dtype: str) -> float:
 # ------------------------------------------------------------------------------------------------ the server
 
 
-def start_time(pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat (start time): tells a process from a later one that got its recycled PID."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def descendants(pid: int) -> list[tuple[int, str]]:
-    """Every process below ``pid`` with its start time, children first."""
-    out: list[tuple[int, str]] = []
-    try:
-        kids = [int(k) for t in Path(f"/proc/{pid}/task").iterdir() for k in (t / "children").read_text().split()]
-    except OSError:
-        return out
-    for k in kids:
-        st = start_time(k)
-        if st is not None:
-            out.append((k, st))
-            out.extend(descendants(k))
-    return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve_command(vllm: Sequence[str], model: Path, port: int, device: str, dtype: str, seed: int,
