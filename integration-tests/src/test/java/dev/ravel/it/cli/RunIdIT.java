@@ -43,8 +43,9 @@ final class RunIdIT {
       assertThat(held.isValid()).isTrue();
     }
 
+    // one generation worker: the claim is about the run's records and its lock, not its workers
     RavelCommand.Result run = RavelCommand.run(SharedRayHead.env(), 600, "run", config, "grpo.steps=3",
-        "grpo.prompts_per_step=8", "telemetry.run_id=one-id", "telemetry.runs_dir=" + runs);
+        "grpo.prompts_per_step=8", "generation.workers=1", "telemetry.run_id=one-id", "telemetry.runs_dir=" + runs);
     assertThat(run.exitCode()).as("stdout:%n%s%nstderr:%n%s", run.stdout(), run.stderr()).isZero();
     List<String> lines = Files.readAllLines(runs.resolve("one-id/steps.jsonl"));
     assertThat(lines).hasSize(3);

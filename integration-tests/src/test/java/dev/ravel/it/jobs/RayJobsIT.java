@@ -82,7 +82,8 @@ final class RayJobsIT {
     if (submittedRun == null) {
       submittedRun = ravel(Duration.ofMinutes(4), "submit", "run",
           home.ravelHome().resolve("examples").resolve("grpo-sync.yaml").toString(),
-          "grpo.steps=2", "grpo.prompts_per_step=4", "grpo.group_size=4", "cluster.worker_heap_mb=256",
+          "grpo.steps=2", "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=1",
+          "cluster.worker_heap_mb=256",
           "telemetry.run_id=" + RUN_ID, "telemetry.runs_dir=" + tmp.resolve("runs"),
           "--address", dashboard, "--submission-id", RUN_ID + "-job", "--wait");
     }
