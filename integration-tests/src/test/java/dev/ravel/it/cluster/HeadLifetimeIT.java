@@ -48,10 +48,10 @@ final class HeadLifetimeIT {
   private static final long TERM_BOUND_S = 120;
   /**
    * The runs here are about processes and checkpoints, not learning or scale: one generation worker (each worker
-   * is a process of the head like the others, each start a JVM or a PyTorch import), the same for a signalled run
-   * and its resume.
+   * is a process of the head like the others, each start a JVM or a PyTorch import) and small steps, the same for
+   * a signalled run and its resume.
    */
-  private static final String[] SYNC = {"generation.workers=1"};
+  private static final String[] SYNC = {"generation.workers=1", "grpo.prompts_per_step=8", "grpo.group_size=4"};
   /** The Python run kept small too (its steps are PyTorch's on CPU). */
   private static final String[] PYTHON_SMALL = {"generation.workers=1", "grpo.prompts_per_step=8",
       "grpo.group_size=4", "telemetry.engine_tracing=false"};
