@@ -170,7 +170,7 @@ final class HeadLifetimeIT {
   /**
    * On the shared head ({@link SharedRayHead}): a head this driver did not start, as a user's cluster is (the build
    * started it and owns it). Other classes' drivers used it before this one: their jobs are told apart by the jobs
-   * the head listed before this driver started, and the workers they left are no process of the head's own.
+   * the head listed before this driver started.
    */
   @Test
   void driverKilled_aHeadItDidNotStartKeepsRunning() throws Exception {
@@ -178,8 +178,10 @@ final class HeadLifetimeIT {
     String address = env.get("RAY_ADDRESS");
     long headPid = rayStart(address);
     String headStart = Procs.startTime(headPid).orElseThrow(() -> new AssertionError("the head's ray start is gone"));
-    // the head's own processes (ray start, GCS, raylet, dashboard, agents), before this driver joins
-    List<Long> own = ownProcesses(headPid);
+    // the head's own processes (ray start, GCS, raylet, dashboard, agents), before this driver joins: its process
+    // group, which holds no worker (Ray starts each worker in a process group of its own), so no process of the
+    // drivers that used the shared head before
+    List<Long> own = Procs.group(headPid);
     assertThat(own).hasSizeGreaterThan(3);
     JobsClient jobs = JobsClient.of(env.get(RayVersions.DASHBOARD_ENV));
     Set<String> earlier = jobs.list().stream().map(JobInfo::id).collect(Collectors.toSet());
@@ -231,23 +233,6 @@ final class HeadLifetimeIT {
     }
     assertThat(found).as("the ray start of the head at %s", address).hasSize(1);
     return found.get(0);
-  }
-
-  /**
-   * The head's own processes: its process group but Ray's workers (those of drivers that used the head earlier end
-   * in their own time; a head that no driver joined yet has none).
-   */
-  private static List<Long> ownProcesses(long headPid) throws IOException {
-    List<Long> own = new ArrayList<>();
-    for (long pid : Procs.group(headPid)) {
-      String cmd = Procs.cmdline(pid).orElse("");
-      boolean worker = cmd.startsWith("ray::") || cmd.contains("default_worker.py") || cmd.contains("setup_worker.py")
-          || cmd.contains("io.ray.runtime.runner.worker");
-      if (!cmd.isEmpty() && !worker) {
-        own.add(pid);
-      }
-    }
-    return own;
   }
 
   /** A started driver, with its start time (read while it runs), so that a signal can only reach it. */
