@@ -33,6 +33,11 @@ public final class PhaseHold {
     return new PhaseHold(dir, step, phase);
   }
 
+  /** The variable that gives the driver this hold's folder ({@value PhaseGates#ENV}). */
+  public java.util.Map<String, String> env() {
+    return java.util.Map.of(PhaseGates.ENV, dir.toString());
+  }
+
   /** The command prefix that gives the driver this hold's folder: {@code env RAVEL_TESTING_PHASE_GATES=DIR}. */
   public List<String> envPrefix() {
     return List.of("env", PhaseGates.ENV + "=" + dir);
