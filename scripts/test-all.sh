@@ -193,11 +193,15 @@ only() {
       -p no:cacheprovider --junitxml="$ROOT/workers/target/pytest/python.junit.xml" -k "${w#pytest:}" tests) ;;
     vllm-plugin) vllm_plugin ;;
     *IT|*IT#*)
-      # the compat Ray's execution runs only its smoke set: left out for any other class
-      local compat=true
-      case "${w%%#*}" in RaySmokeIT|RayJobsIT) compat=false ;; esac
-      maven -pl integration-tests -am verify -Dtest=NONE -Dsurefire.failIfNoSpecifiedTests=false \
-        -Dit.test="$w" -Dfailsafe.failIfNoSpecifiedTests=false -Dravel.it.compat.skip="$compat" ;;
+      # built and installed first (the tests' classes too), then Failsafe alone: on the default Ray, and on the
+      # compat Ray too for a class of its smoke set
+      local goals=(failsafe:integration-test@ray-default failsafe:verify)
+      case "${w%%#*}" in
+        RaySmokeIT|RayJobsIT) goals=(failsafe:integration-test@ray-default failsafe:integration-test@ray-compat
+          failsafe:verify@verify) ;;
+      esac
+      maven -q -pl integration-tests -am install -DskipTests && \
+        maven -pl integration-tests "${goals[@]}" -Dit.test="$w" -Dravel.it.compat.test="$w" ;;
     *Test|*Test#*) maven test -Dtest="$w" -Dsurefire.failIfNoSpecifiedTests=false ;;
     integration-tests) maven -pl integration-tests -am verify -Dtest=NONE -Dsurefire.failIfNoSpecifiedTests=false ;;
     *) maven -pl "$w" -am install -DskipTests -q && maven -pl "$w" test ;;
