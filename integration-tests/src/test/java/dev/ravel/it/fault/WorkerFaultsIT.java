@@ -18,28 +18,21 @@ import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
 import dev.ravel.workers.buffer.BufferStats;
 import dev.ravel.workers.collector.CollectorStats;
-import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.fault.FaultStats;
-import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A generation worker's process killed with SIGKILL, by its PID, in a step's generation (sync: as step 3's
- * generation is about to begin, through the run's phase hook; async: while its engine generates), on a real Ray
- * head: Ray
+ * A generation worker's process killed with SIGKILL, by its PID, in step 3 (sync: as its generation is about to
+ * begin; async: as the driver waits on the buffer, the collector generating), through the run's phase hook, on a
+ * real Ray head: Ray
  * restarts it, the driver (sync) or the collector (async) gives it the current weights and issues the lost
  * call again with the same requests, and the run completes with every step's full batch. In the sync run the
  * reward environment's process is killed too, between two steps, and the next step's score call is issued
@@ -52,18 +45,10 @@ final class WorkerFaultsIT {
   private static final int WORKERS = 2;
   /** The step after which the kill is armed (1-based), the worker's process identity taken then. */
   private static final int ARMED_AFTER = 2;
-  /** Sync: the step whose generation worker 1 dies in (killed as it is about to begin). */
+  /** The step worker 1 dies in (sync: killed as its generation is about to begin; async: as it waits on the buffer). */
   private static final long KILLED_IN = ARMED_AFTER + 1;
   /** The step after which the reward environment is killed (sync). */
   private static final int REWARD_KILLED_AFTER = 4;
-  /** The killer samples the worker's engine thread this often (its CPU time is counted in 10 ms ticks). */
-  private static final long POLL_MS = 10;
-  /** Samples the killer looks back over (about 60 ms). */
-  private static final int WINDOW = 6;
-  /** The engine thread's name prefix ({@code EngineLoop}: "ravel-engine-<model>-<n>", 15 chars in /proc). */
-  private static final String ENGINE_THREAD = "ravel-engine";
-  /** A bound on the killer's wait, far past a whole run; normally it ends with the run or its kill. */
-  private static final long KILLER_BOUND_MINUTES = 30;
 
   @TempDir
   Path runs;
@@ -72,8 +57,6 @@ final class WorkerFaultsIT {
       ProcessIdentity target, long rewardKilledPid, RunTraces traces, CollectorStats collector, BufferStats buffer,
       RunConfig config) {}
 
-  /** One look at the engine thread(s): their CPU ticks so far, and whether one is running (state R). */
-  private record Sample(long ticks, boolean running) {}
 
   private Finished runKillingWorker1(String runId, String mode) throws Exception {
     RunConfig config = RunConfig.load(null, List.of("run.mode=" + mode, "grpo.steps=" + STEPS,
@@ -86,9 +69,7 @@ final class WorkerFaultsIT {
     AtomicLong killed = new AtomicLong(-1);
     AtomicReference<String> killerNote = new AtomicReference<>("the killer was not armed");
     AtomicReference<ProcessIdentity> target = new AtomicReference<>();
-    AtomicBoolean runEnded = new AtomicBoolean();
     AtomicLong rewardKilled = new AtomicLong(-1);
-    List<Thread> killers = new ArrayList<>();
     StepListener listener = (m, total) -> {
       if (m.step() == ARMED_AFTER) {
         long pid = run.get().faults().processes().get("generation_worker/1").get(0);
@@ -97,18 +78,6 @@ final class WorkerFaultsIT {
         ProcessIdentity worker = ProcessIdentity.of(pid).orElse(null);
         target.set(worker);
         killerNote.set("worker pid " + pid + " had ended before the killer was armed");
-        // sync: the run's phase hook kills it as the next step's generation is about to begin (below).
-        // async: the collector issues the generate calls whatever the driver does, so the engine's own activity
-        // chooses the moment (a kill that finds the collector paused for a refit is allowed for by that test's
-        // assertions)
-        if (worker != null && mode.equals("async")) {
-          System.out.println("fault: killing pid " + pid + " in a later generation; step " + m.step());
-          Thread t = new Thread(() -> killWhileGenerating(worker, 2, runEnded::get, killed, killerNote),
-              "killer");
-          t.setDaemon(true);
-          t.start();
-          killers.add(t);
-        }
       }
       if (m.step() == REWARD_KILLED_AFTER && mode.equals("sync")) {
         // the reward environment, between steps: the next step's score call finds it dead
@@ -119,113 +88,28 @@ final class WorkerFaultsIT {
     };
     List<StepRecord> steps;
     try {
+      // worker 1 killed as step KILLED_IN's phase begins (sync: its generation; async: its wait on the buffer, while
+      // the collector generates on), and its exit waited on: that step's generate call to it (sync) or the
+      // collector's call in flight or next (async) finds it dead, however fast the machine is
+      Phase at = mode.equals("sync") ? Phase.GENERATION : Phase.BUFFER_STARVATION;
       run.set(new GrpoRun(session, config, listener).phaseHook((step, phase) -> {
-        // sync: worker 1 killed as step KILLED_IN's generation is about to begin, and its exit waited on, so that
-        // step's generate call to it certainly finds it dead, however fast the machine is
-        if (mode.equals("sync") && step == KILLED_IN && phase == Phase.GENERATION && target.get() != null) {
+        if (step == KILLED_IN && phase == at && target.get() != null && killed.get() < 0) {
           ProcessIdentity worker = target.get();
           if (worker.kill()) {
             killed.set(worker.pid());
-            killerNote.set("worker pid " + worker.pid() + " killed as step " + step + "'s generation began");
+            killerNote.set("worker pid " + worker.pid() + " killed as step " + step + "'s " + phase.label()
+                + " began");
             ProcessHandle.of(worker.pid()).ifPresent(h -> h.onExit().join());
           }
         }
       }));
       steps = run.get().run();
     } finally {
-      runEnded.set(true); // a killer still waiting for a generation gives up (within one poll)
       session.close();
-    }
-    for (Thread t : killers) {
-      t.join(60_000); // it ends within a poll of the run's end; the bound only keeps a hang from hiding
     }
     GrpoRun r = run.get();
     return new Finished(steps, r.faults(), killed.get(), killerNote.get(), target.get(), rewardKilled.get(),
         RunTraces.readDir(config.telemetry().runDir()), r.collectorStats(), r.bufferStats(), config);
-  }
-
-  /**
-   * Kills {@code worker} with SIGKILL (through its handle: that process only) while it generates (async: the
-   * collector's calls): its engine's scheduler thread ({@link #ENGINE_THREAD}, which runs only while requests are
-   * being generated, or for an instant to switch weights) is running (state R) at the last sample, and used at
-   * least {@code minTicks} ticks of CPU over the last {@link #WINDOW} samples (telling a generation from a weight
-   * switch). Nothing here is a delay or a CPU share: a loaded machine only makes the kill come later; the async
-   * test's assertions hold wherever it lands (a generate call, or the refit of a paused collector). {@code note}
-   * says what happened, for when no kill did.
-   */
-  private static void killWhileGenerating(ProcessIdentity worker, int minTicks, BooleanSupplier runEnded,
-      AtomicLong killed, AtomicReference<String> note) {
-    long pid = worker.pid();
-    note.set("the killer of worker pid " + pid + " is waiting for a generation");
-    try {
-      List<Path> engine = engineThreads(pid);
-      if (engine.isEmpty()) {
-        note.set("worker pid " + pid + " has no " + ENGINE_THREAD + "* thread in /proc/" + pid + "/task");
-        return;
-      }
-      ArrayDeque<Sample> window = new ArrayDeque<>();
-      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(KILLER_BOUND_MINUTES);
-      while (!runEnded.getAsBoolean() && System.nanoTime() < deadline) {
-        if (!worker.isAlive()) {
-          note.set("worker pid " + pid + " ended before the killer saw it generate");
-          return;
-        }
-        Sample now = sample(engine);
-        window.addLast(now);
-        if (window.size() > WINDOW) {
-          window.removeFirst();
-        }
-        if (now.running() && now.ticks() - window.getFirst().ticks() >= minTicks) {
-          if (worker.kill()) {
-            killed.set(pid);
-            note.set("worker pid " + pid + " killed while generating");
-          } else {
-            note.set("SIGKILL to worker pid " + pid + " could not be sent");
-          }
-          return;
-        }
-        Thread.sleep(POLL_MS);
-      }
-      note.set("worker pid " + pid + " was not seen generating before the run ended");
-    } catch (IOException | RuntimeException e) {
-      note.set("reading worker pid " + pid + "'s engine thread failed (did it end?): " + e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      note.set("the killer of worker pid " + pid + " was interrupted");
-    }
-  }
-
-  /** The {@code stat} files of {@code pid}'s threads named {@link #ENGINE_THREAD}... (one per engine). */
-  private static List<Path> engineThreads(long pid) throws IOException {
-    List<Path> out = new ArrayList<>();
-    try (Stream<Path> tasks = Files.list(Path.of("/proc", String.valueOf(pid), "task"))) {
-      for (Path task : tasks.toList()) {
-        try {
-          if (Files.readString(task.resolve("comm")).strip().startsWith(ENGINE_THREAD)) {
-            out.add(task.resolve("stat"));
-          }
-        } catch (NoSuchFileException e) {
-          // a thread that ended meanwhile
-        }
-      }
-    }
-    return out;
-  }
-
-  /**
-   * utime + stime of the threads whose {@code /proc/<pid>/task/<tid>/stat} files are {@code stats}, and
-   * whether one of them is running or runnable (state R) now.
-   */
-  private static Sample sample(List<Path> stats) throws IOException {
-    long ticks = 0;
-    boolean running = false;
-    for (Path stat : stats) {
-      String line = Files.readString(stat);
-      String[] f = line.substring(line.lastIndexOf(')') + 2).split(" ");
-      running |= f[0].equals("R");
-      ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    }
-    return new Sample(ticks, running);
   }
 
   @Test
