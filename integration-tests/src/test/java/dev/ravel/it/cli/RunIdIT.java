@@ -34,7 +34,7 @@ final class RunIdIT {
     try (FileChannel ch = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         FileLock held = ch.lock()) {
       ch.write(ByteBuffer.wrap("4242".getBytes(StandardCharsets.UTF_8)));
-      RavelCommand.Result second = RavelCommand.run(SharedRayHead.env(), 120, "run", config, "grpo.steps=6",
+      RavelCommand.Result second = RavelCommand.run(SharedRayHead.env(), 120, "run", config, "grpo.steps=3",
           "telemetry.run_id=one-id", "telemetry.runs_dir=" + runs);
       assertThat(second.exitCode()).as("stderr: %s", second.stderr()).isEqualTo(2);
       assertThat(second.stderr()).contains("ravel: invalid configuration: telemetry.run_id: run 'one-id' is running:"
@@ -43,11 +43,12 @@ final class RunIdIT {
       assertThat(held.isValid()).isTrue();
     }
 
-    RavelCommand.Result run = RavelCommand.run(SharedRayHead.env(), 600, "run", config, "grpo.steps=6",
-        "grpo.prompts_per_step=8", "telemetry.run_id=one-id", "telemetry.runs_dir=" + runs);
+    // one generation worker: the claim is about the run's records and its lock, not its workers
+    RavelCommand.Result run = RavelCommand.run(SharedRayHead.env(), 600, "run", config, "grpo.steps=3",
+        "grpo.prompts_per_step=8", "generation.workers=1", "telemetry.run_id=one-id", "telemetry.runs_dir=" + runs);
     assertThat(run.exitCode()).as("stdout:%n%s%nstderr:%n%s", run.stdout(), run.stderr()).isZero();
     List<String> lines = Files.readAllLines(runs.resolve("one-id/steps.jsonl"));
-    assertThat(lines).hasSize(6);
+    assertThat(lines).hasSize(3);
     assertThat(lockFile).doesNotExist();
 
     RavelCommand.Result later = RavelCommand.run(SharedRayHead.env(), 120, "run", config,
@@ -55,6 +56,6 @@ final class RunIdIT {
     assertThat(later.exitCode()).isEqualTo(2);
     assertThat(later.stderr()).contains("telemetry.run_id: run 'one-id' already has records in")
         .contains("--resume one-id");
-    assertThat(Files.readAllLines(runs.resolve("one-id/steps.jsonl"))).hasSize(6);
+    assertThat(Files.readAllLines(runs.resolve("one-id/steps.jsonl"))).hasSize(3);
   }
 }

@@ -23,14 +23,14 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A local head that the driver started lives exactly as long as the driver: SIGTERM, SIGINT or SIGKILL to
  * a running {@code bin/ravel run}, and no process of that head remains (by its PIDs with their start times,
  * and by its process group), SIGTERM and SIGINT after the step in progress ended, the spans were flushed and
- * run.json says {@code interrupted}; a head the driver did not start survives the driver's SIGKILL. The
+ * run.json says {@code interrupted}; the stopped run resumes from the step it stopped at (a Java trainer's
+ * checkpoint after SIGTERM, a Python trainer's after SIGINT), and the next run, with a head of its own, succeeds;
+ * a head the driver did not start survives the driver's SIGKILL. The
  * waits are bounded generously (see {@link #KILL_BOUND_S}): what is asserted is that the head goes, not how
  * fast a loaded machine stops it.
  */
@@ -44,14 +44,55 @@ final class HeadLifetimeIT {
   private static final long KILL_BOUND_S = 60;
   /** After SIGTERM or SIGINT: the step in progress ends and the spans are flushed before the head stops. */
   private static final long TERM_BOUND_S = 120;
+  /**
+   * The runs here are about processes and checkpoints, not learning or scale: one generation worker (each worker
+   * is a process of the head like the others, each start a JVM or a PyTorch import), the same for a signalled run
+   * and its resume.
+   */
+  private static final String[] SYNC = {"generation.workers=1"};
+  /** The Python run kept small too (its steps are PyTorch's on CPU). */
+  private static final String[] PYTHON_SMALL = {"generation.workers=1", "grpo.prompts_per_step=8",
+      "grpo.group_size=4", "telemetry.engine_tracing=false"};
 
   @TempDir
   Path tmp;
 
-  @ParameterizedTest
-  @ValueSource(strings = {"TERM", "INT", "KILL"})
-  void driverSignalled_noProcessOfItsHeadRemainsAndTheNextRunSucceeds(String signal) throws Exception {
-    Running run = start(TestEnv.clean());
+  /**
+   * SIGTERM to a driver of Ravel's Java workers (examples/grpo-sync.yaml), then SIGKILL to another: neither head
+   * leaves a process behind, and the run stopped by SIGTERM goes on from the step it stopped at (the hint it printed
+   * is true: the Java trainer checkpointed that step). The resumed run, a driver with a head of its own started after
+   * both signalled drivers and their heads are gone, is also the next run that succeeds after each signal. (One test
+   * rather than one per signal: the resume serves as the run after both; a SIGKILLed driver leaves nothing to resume.)
+   */
+  @Test
+  void driverTermedThenAnotherKilled_noProcessOfEitherHeadRemainsAndTheNextRunSucceeds() throws Exception {
+    Stopped termed = signalled("TERM", "examples/grpo-sync.yaml", tmp.resolve("runs-term"), SYNC);
+    signalled("KILL", "examples/grpo-sync.yaml", tmp.resolve("runs-kill"), SYNC);
+    resumes(termed);
+  }
+
+  /**
+   * SIGINT to a driver of Ravel's Python workers (examples/grpo-python.yaml; their processes are the head's too): no
+   * process of its head remains, and the run goes on from the step it stopped at (the Python trainer checkpointed
+   * it); the resumed run, a driver with a head of its own, is the next run that succeeds after the signal.
+   */
+  @Test
+  void pythonDriverInterrupted_noProcessOfItsHeadRemainsAndTheStoppedStepIsCheckpointedAndTheRunResumes()
+      throws Exception {
+    resumes(signalled("INT", "examples/grpo-python.yaml", tmp.resolve("runs-int"), PYTHON_SMALL));
+  }
+
+  /** A run whose driver was signalled and has ended, its head gone; {@code steps} is 0 after SIGKILL. */
+  private record Stopped(String example, String[] overrides, Path runsDir, Path runDir, int steps) {}
+
+  /**
+   * Starts {@code example} with a head of the driver's own, sends SIG{@code signal} to the driver once it printed
+   * step 3, and asserts that no process of that head remains, and what the driver left: after SIGTERM or SIGINT the
+   * step in progress ended, the completed steps' spans were flushed, run.json says {@code interrupted}, the driver
+   * printed how to go on and ended as the signal's process does; after SIGKILL, no run.json.
+   */
+  private Stopped signalled(String signal, String example, Path runsDir, String... overrides) throws Exception {
+    Running run = start(TestEnv.clean(), example, runsDir, overrides);
     long headPid = -1;
     String headStart = "";
     try {
@@ -81,79 +122,47 @@ final class HeadLifetimeIT {
       assertThat(headGroup(headPid, headStart)).as("the head's process group").isEmpty();
       assertThat(run.process.waitFor(TERM_BOUND_S, TimeUnit.SECONDS)).as("the driver ends").isTrue();
       List<Path> runDirs;
-      try (var dirs = Files.list(tmp.resolve("runs"))) {
+      try (var dirs = Files.list(runsDir)) {
         runDirs = dirs.toList();
       }
       assertThat(runDirs).hasSize(1);
       Path runJson = runDirs.get(0).resolve("run.json");
       if (signal.equals("KILL")) {
         assertThat(Files.exists(runJson)).as("a SIGKILLed driver can write nothing").isFalse();
-      } else {
-        com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
-            .readTree(runJson.toFile());
-        assertThat(summary.get("status").asText()).isEqualTo("interrupted");
-        int steps = summary.get("steps").asInt();
-        assertThat(steps).isGreaterThanOrEqualTo(3);
-        assertThat(Files.readAllLines(runDirs.get(0).resolve("steps.jsonl"))).hasSize(steps);
-        // the completed steps' spans were flushed: every step in run.json has its root span in the driver's file
-        dev.ravel.telemetry.traces.RunTraces traces = dev.ravel.telemetry.traces.RunTraces.readDir(runDirs.get(0));
-        assertThat(traces.named("rl.grpo.step")).hasSizeGreaterThanOrEqualTo(steps);
-        assertThat(Files.readString(run.out())).contains("interrupted (SIG" + signal + ") after " + steps + " steps; go on with:");
-        assertThat(run.process.exitValue()).isEqualTo(signal.equals("TERM") ? 143 : 130);
-        // the hint is true: the stopped step was checkpointed (grpo.checkpoint_every is 0 here), and the run goes on
-        String id = runDirs.get(0).getFileName().toString();
-        RavelCommand.Result resumed = RavelCommand.run(TestEnv.clean(), 300, "run",
-            home().resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=" + (steps + 2),
-            "telemetry.runs_dir=" + tmp.resolve("runs"), "--resume", id);
-        assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
-        assertThat(resumed.stdout()).contains("resumed after step " + steps).contains("succeeded: 2 steps");
-        assertThat(Files.readAllLines(runDirs.get(0).resolve("steps.jsonl"))).hasSize(steps + 2);
+        return new Stopped(example, overrides, runsDir, runDirs.get(0), 0);
       }
+      com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+          .readTree(runJson.toFile());
+      assertThat(summary.get("status").asText()).isEqualTo("interrupted");
+      int steps = summary.get("steps").asInt();
+      assertThat(steps).isGreaterThanOrEqualTo(3);
+      assertThat(Files.readAllLines(runDirs.get(0).resolve("steps.jsonl"))).hasSize(steps);
+      // the completed steps' spans were flushed: every step in run.json has its root span in the driver's file
+      dev.ravel.telemetry.traces.RunTraces traces = dev.ravel.telemetry.traces.RunTraces.readDir(runDirs.get(0));
+      assertThat(traces.named("rl.grpo.step")).hasSizeGreaterThanOrEqualTo(steps);
+      assertThat(Files.readString(run.out())).contains("interrupted (SIG" + signal + ") after " + steps + " steps; go on with:");
+      assertThat(run.process.exitValue()).isEqualTo(signal.equals("TERM") ? 143 : 130);
+      return new Stopped(example, overrides, runsDir, runDirs.get(0), steps);
     } finally {
       run.stop();
       stopLeftover(headPid, headStart);
     }
-
-    RavelCommand.Result next = RavelCommand.run(TestEnv.clean(), 300, "run",
-        home().resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=1",
-        "telemetry.runs_dir=" + tmp.resolve("runs-next"));
-    assertThat(next.exitCode()).as(next.stdout() + next.stderr()).isZero();
-    assertThat(next.stdout()).contains("succeeded: 1 steps");
   }
 
-  @Test
-  void pythonDriverInterrupted_theStoppedStepIsCheckpointedAndTheRunResumes() throws Exception {
-    String[] small = {"grpo.prompts_per_step=8", "grpo.group_size=4", "telemetry.engine_tracing=false"};
-    Running run = start(TestEnv.clean(), "examples/grpo-python.yaml", small);
-    long headPid = -1;
-    String headStart = "";
-    try {
-      Matcher m = run.await(HEAD, "step   3/");
-      headPid = Long.parseLong(m.group(2));
-      headStart = Procs.startTime(headPid).orElse("");
-      signal(run, "INT");
-      assertThat(run.process.waitFor(TERM_BOUND_S, TimeUnit.SECONDS)).as("the driver ends").isTrue();
-      assertThat(run.process.exitValue()).isEqualTo(130);
-    } finally {
-      run.stop();
-      stopLeftover(headPid, headStart);
-    }
-    Path runDir;
-    try (var dirs = Files.list(tmp.resolve("runs"))) {
-      runDir = dirs.findFirst().orElseThrow();
-    }
-    int steps = new com.fasterxml.jackson.databind.ObjectMapper().readTree(runDir.resolve("run.json").toFile())
-        .get("steps").asInt();
-    // grpo.checkpoint_every is 0: the stopped step's checkpoint is the one SIGINT wrote, so the hint is true
-    assertThat(Files.readString(run.out())).contains("interrupted (SIGINT) after " + steps + " steps; go on with:");
-    List<String> resume = new ArrayList<>(List.of("run", home().resolve("examples/grpo-python.yaml").toString(),
-        "grpo.steps=" + (steps + 2), "telemetry.runs_dir=" + tmp.resolve("runs"), "--resume",
-        runDir.getFileName().toString()));
-    resume.addAll(List.of(small));
+  /**
+   * The hint a stopped run printed is true: its stopped step was checkpointed (grpo.checkpoint_every is 0 here) and
+   * {@code --resume} goes on from it for 2 more steps, a driver with a head of its own.
+   */
+  private void resumes(Stopped stopped) throws Exception {
+    List<String> resume = new ArrayList<>(List.of("run", home().resolve(stopped.example()).toString(),
+        "grpo.steps=" + (stopped.steps() + 2), "telemetry.runs_dir=" + stopped.runsDir(), "--resume",
+        stopped.runDir().getFileName().toString()));
+    resume.addAll(List.of(stopped.overrides()));
     RavelCommand.Result resumed = RavelCommand.run(TestEnv.clean(), 300, resume.toArray(String[]::new));
     assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
-    assertThat(resumed.stdout()).contains("resumed after step " + steps).contains("succeeded: 2 steps");
-    assertThat(Files.readAllLines(runDir.resolve("steps.jsonl"))).hasSize(steps + 2);
+    assertThat(resumed.stdout()).contains("Ray head started at 127.0.0.1:")
+        .contains("resumed after step " + stopped.steps()).contains("succeeded: 2 steps");
+    assertThat(Files.readAllLines(stopped.runDir().resolve("steps.jsonl"))).hasSize(stopped.steps() + 2);
   }
 
   @Test
@@ -165,7 +174,7 @@ final class HeadLifetimeIT {
       assertThat(own).hasSizeGreaterThan(3);
       Map<String, String> env = new HashMap<>(TestEnv.clean());
       env.put("RAY_ADDRESS", head.address());
-      Running run = start(env);
+      Running run = start(env, "examples/grpo-sync.yaml", tmp.resolve("runs"), SYNC);
       try {
         run.await(Pattern.compile("Ray at " + Pattern.quote(head.address())), "step   3/");
         JobsClient jobs = JobsClient.of(head.dashboardUrl().toString());
@@ -211,17 +220,13 @@ final class HeadLifetimeIT {
     }
   }
 
-  private Running start(Map<String, String> env, String... extra) throws IOException {
-    return start(env, "examples/grpo-sync.yaml", extra);
-  }
-
-  private Running start(Map<String, String> env, String example, String... extra) throws IOException {
+  private Running start(Map<String, String> env, String example, Path runsDir, String... extra) throws IOException {
     Path out = Files.createTempFile(tmp, "driver", ".out");
     // SIGINT back to its default first: a test run in the background (CI, nohup) inherits it ignored, and a
     // process started with SIGINT ignored rightly ignores it (perl resets it and execs: the PID stays the driver's)
     List<String> cmd = new ArrayList<>(List.of("perl", "-e", "$SIG{INT} = 'DEFAULT'; exec @ARGV or die $!",
         home().resolve("bin/ravel").toString(), "run", home().resolve(example).toString(), "grpo.steps=20000",
-        "telemetry.runs_dir=" + tmp.resolve("runs")));
+        "telemetry.runs_dir=" + runsDir));
     cmd.addAll(List.of(extra));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
     pb.environment().clear();

@@ -58,9 +58,13 @@ final class HeadEnvironmentIT {
       Path out = tmp.resolve("out.txt");
       Path err = tmp.resolve("err.txt");
       Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
+      // The head's processes are read while the run goes on, from its step 3: two scans of /proc, well under a
+      // second. The run must outlast them: 27 more steps of this example (about 0.4 CPU-seconds each), several
+      // seconds however loaded the machine, since the scans slow down with the steps. One generation worker: it is
+      // a Java worker of the head like the trainer and the reward, whose environments are read the same way.
       ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "run",
-          home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=60", "telemetry.exporter=both",
-          "telemetry.runs_dir=" + runs, "telemetry.run_id=it-head-env")
+          home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=30", "generation.workers=1",
+          "telemetry.exporter=both", "telemetry.runs_dir=" + runs, "telemetry.run_id=it-head-env")
           .redirectOutput(out.toFile()).redirectError(err.toFile());
       pb.environment().clear();
       pb.environment().putAll(env);

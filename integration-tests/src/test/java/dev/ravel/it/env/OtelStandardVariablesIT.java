@@ -22,6 +22,8 @@ final class OtelStandardVariablesIT {
   @TempDir
   Path tmp;
 
+  // The runs have one generation worker: what is asserted holds for every process of the run alike (driver,
+  // generation worker, trainer), and a second worker would only be one more JVM to start.
   private Map<String, String> env(OtlpHttpSink traces, OtlpHttpSink metrics) {
     Map<String, String> env = new HashMap<>(SharedRayHead.env()); // the driver's OTEL_* never reach a head
     env.put("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
@@ -40,7 +42,7 @@ final class OtelStandardVariablesIT {
   void run_namesEveryProcessAsTheVariablesSayAndSendsMetricsToTheirOwnEndpoint() throws Exception {
     try (OtlpHttpSink traces = new OtlpHttpSink(); OtlpHttpSink metrics = new OtlpHttpSink()) {
       RavelCommand.Result r = RavelCommand.run(env(traces, metrics), 300, "run", home("examples/grpo-sync.yaml"),
-          "grpo.steps=3", "telemetry.exporter=otlp", "telemetry.runs_dir=" + tmp.resolve("runs"),
+          "grpo.steps=3", "generation.workers=1", "telemetry.exporter=otlp", "telemetry.runs_dir=" + tmp.resolve("runs"),
           "telemetry.run_id=it-otel-vars");
 
       assertThat(r.exitCode()).as("stdout:\n%s\nstderr:\n%s", r.stdout(), r.stderr()).isZero();
@@ -81,7 +83,8 @@ final class OtelStandardVariablesIT {
       Map<String, String> env = env(traces, metrics);
       env.put("OTEL_METRICS_EXPORTER", "none");
       RavelCommand.Result r = RavelCommand.run(env, 300, "run", home("examples/grpo-sync.yaml"), "grpo.steps=2",
-          "telemetry.exporter=otlp", "telemetry.runs_dir=" + tmp.resolve("runs"), "telemetry.run_id=it-no-metrics");
+          "generation.workers=1", "telemetry.exporter=otlp", "telemetry.runs_dir=" + tmp.resolve("runs"),
+          "telemetry.run_id=it-no-metrics");
 
       assertThat(r.exitCode()).as("stdout:\n%s\nstderr:\n%s", r.stdout(), r.stderr()).isZero();
       assertThat(traces.spans()).isNotEmpty();

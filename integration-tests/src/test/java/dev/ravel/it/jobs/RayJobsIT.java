@@ -3,14 +3,15 @@ package dev.ravel.it.jobs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.jobs.DashboardUnreachableException;
 import dev.ravel.driver.jobs.JobInfo;
 import dev.ravel.driver.jobs.JobNotFoundException;
 import dev.ravel.driver.jobs.JobStatus;
 import dev.ravel.driver.jobs.JobsClient;
+import dev.ravel.driver.session.RayVersions;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -26,14 +27,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Ray Jobs on a real head with its dashboard, started here on 127.0.0.1 and stopped after: a GRPO run
+ * Ray Jobs on a real head with its dashboard on 127.0.0.1 (the shared head of this Ray, {@link SharedRayHead}: these
+ * tests submit, follow and stop jobs of their own there, and change neither its environment nor its life): a GRPO run
  * submitted with {@code bin/ravel submit run ... --wait} (the real launcher, a separate process) succeeds
  * and its logs hold the run's summary; its {@code rl.job.run} span is a child of the submitter's
  * {@code rl.job.submit}; a long job stopped while {@code --wait} follows it ends STOPPED with exit code 3;
@@ -46,7 +47,8 @@ final class RayJobsIT {
   static Path tmp;
 
   static RayHome home;
-  static LocalRayHead head;
+  /** The head's dashboard (the Jobs API). */
+  static String dashboard;
   static JobsClient client;
   static Path ravel;
   static Cli submittedRun;
@@ -55,19 +57,12 @@ final class RayJobsIT {
   record Cli(int exit, String out, String err) {}
 
   @BeforeAll
-  static void startHead() {
+  static void onTheSharedHead() {
     home = RayHome.locate(TestEnv.clean());
     ravel = home.ravelHome().resolve("bin").resolve("ravel");
     assertThat(ravel).isExecutable();
-    head = LocalRayHead.builder(home).dashboard(true).logDir(tmp.resolve("head")).start();
-    client = JobsClient.builder().baseUrl(head.dashboardUrl().toString()).build();
-  }
-
-  @AfterAll
-  static void stopHead() {
-    if (head != null) {
-      head.close();
-    }
+    dashboard = SharedRayHead.env().get(RayVersions.DASHBOARD_ENV);
+    client = JobsClient.builder().baseUrl(dashboard).build();
   }
 
   /**
@@ -87,9 +82,10 @@ final class RayJobsIT {
     if (submittedRun == null) {
       submittedRun = ravel(Duration.ofMinutes(4), "submit", "run",
           home.ravelHome().resolve("examples").resolve("grpo-sync.yaml").toString(),
-          "grpo.steps=2", "grpo.prompts_per_step=4", "grpo.group_size=4", "cluster.worker_heap_mb=256",
+          "grpo.steps=2", "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=1",
+          "cluster.worker_heap_mb=256",
           "telemetry.run_id=" + RUN_ID, "telemetry.runs_dir=" + tmp.resolve("runs"),
-          "--address", head.dashboardUrl().toString(), "--submission-id", RUN_ID + "-job", "--wait");
+          "--address", dashboard, "--submission-id", RUN_ID + "-job", "--wait");
     }
     return submittedRun;
   }
@@ -145,7 +141,7 @@ final class RayJobsIT {
   @Timeout(120)
   void submitWait_longJobStopped_endsStoppedAndTheCliExitsWithTheStoppedCode() throws Exception {
     String id = RUN_ID + "-sleep";
-    List<String> cmd = List.of(ravel.toString(), "submit", "--address", head.dashboardUrl().toString(), "--wait",
+    List<String> cmd = List.of(ravel.toString(), "submit", "--address", dashboard, "--wait",
         "--submission-id", id, "--", "sleep", "300");
     Path err = tmp.resolve("stop-err.txt");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile()).redirectOutput(tmp.resolve("stop-out.txt").toFile());
@@ -193,10 +189,10 @@ final class RayJobsIT {
     assertThatThrownBy(() -> client.logs("no-such-job")).isInstanceOf(JobNotFoundException.class);
     assertThatThrownBy(() -> client.stop("no-such-job")).isInstanceOf(JobNotFoundException.class);
 
-    Cli cli = ravel(Duration.ofSeconds(30), "jobs", "status", "no-such-job", "--address", head.dashboardUrl().toString());
+    Cli cli = ravel(Duration.ofSeconds(30), "jobs", "status", "no-such-job", "--address", dashboard);
 
     assertThat(cli.exit()).isEqualTo(1);
-    assertThat(cli.err().strip()).startsWith("ravel: no Ray job 'no-such-job' at " + head.dashboardUrl())
+    assertThat(cli.err().strip()).startsWith("ravel: no Ray job 'no-such-job' at " + dashboard)
         .doesNotContain("\n");
   }
 
