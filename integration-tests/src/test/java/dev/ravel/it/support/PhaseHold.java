@@ -63,6 +63,22 @@ public final class PhaseHold {
     }
   }
 
+  /**
+   * Waits until the driver holds at the phase (at most {@code boundS} s), for a driver the test does not hold the
+   * process of (a {@link RavelCommand#run} on another thread).
+   */
+  public void awaitHeld(long boundS) throws InterruptedException {
+    Path entered = PhaseGates.entered(dir, step, phase);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(boundS);
+    while (!Files.exists(entered)) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("the run did not reach step " + step + "'s " + phase.label() + " phase within "
+            + boundS + " s");
+      }
+      Thread.sleep(50);
+    }
+  }
+
   /** Lets the held phase begin. */
   public void release() throws IOException {
     Files.deleteIfExists(PhaseGates.hold(dir, step, phase));

@@ -6,7 +6,9 @@ import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.it.support.PhaseHold;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.it.support.RayVenvPython;
 import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
@@ -416,40 +418,44 @@ final class GrpoVllmIT {
   @Test
   void serverKilled_theWorkerStartsItAgainWithTheCurrentWeightsAndTheRunCompletesWithFullBatches() throws Exception {
     int n = 10;
-    int killAfter = 3;
+    long killedIn = 4;
     Path runs = tmp.resolve("runs-killed");
     Path runDir = runs.resolve("it-vllm-killed");
-    // the kill: once step 3 is in the run's own step log, the server's process (named by its log file) is
-    // SIGKILLed by its PID, checked to still be that process; wherever in step 4 that lands (its refit, its
-    // generation, or between them), the worker must start the server again with the current weights
+    // the kill: while the driver is held before step 4's generation (its refit done), the server's process (named
+    // by its log file) is SIGKILLed by its PID, checked to still be that process, and its exit waited on; then the
+    // step goes on, its generation finds the server dead, and the worker must start it again with the current weights
     long[] killed = {-1};
+    PhaseHold hold = PhaseHold.arm(tmp.resolve("gates-killed"), killedIn, Phase.GENERATION);
     Thread killer = new Thread(() -> {
       try {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1200);
-        while (System.nanoTime() < deadline) {
-          Path log = runDir.resolve("steps.jsonl");
-          if (Files.exists(log) && Files.readAllLines(log).size() >= killAfter) {
-            List<Path> servers = serverLogs(runDir);
-            long pid = Long.parseLong(servers.get(0).getFileName().toString().replaceAll("\\D", ""));
-            // the PID the log is named by must still be that server (pid_max is small, PIDs come back): its
-            // command line is this run's `vllm serve` of the fixture, read with its start time right before
-            String start = dev.ravel.it.support.Procs.startTime(pid).orElseThrow();
-            String cmdline = dev.ravel.it.support.Procs.cmdline(pid).orElse("");
-            assertThat(cmdline).as("process %s", pid).contains("serve").contains(model.toString());
-            dev.ravel.it.support.Procs.same(pid, start).ifPresent(h -> {
-              h.destroyForcibly();
-              killed[0] = pid;
-            });
-            return;
-          }
-          Thread.sleep(200);
-        }
+        hold.awaitHeld(1200);
+        List<Path> servers = serverLogs(runDir);
+        long pid = Long.parseLong(servers.get(0).getFileName().toString().replaceAll("\\D", ""));
+        // the PID the log is named by must still be that server (pid_max is small, PIDs come back): its
+        // command line is this run's `vllm serve` of the fixture, read with its start time right before
+        String start = dev.ravel.it.support.Procs.startTime(pid).orElseThrow();
+        String cmdline = dev.ravel.it.support.Procs.cmdline(pid).orElse("");
+        assertThat(cmdline).as("process %s", pid).contains("serve").contains(model.toString());
+        dev.ravel.it.support.Procs.same(pid, start).ifPresent(h -> {
+          h.destroyForcibly();
+          h.onExit().join();
+          killed[0] = pid;
+        });
       } catch (Exception e) {
         throw new IllegalStateException(e);
+      } finally {
+        try {
+          hold.release();
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
       }
     }, "it-vllm-killer");
     killer.start();
-    RavelCommand.Result r = run("it-vllm-killed", runs, "run.mode=sync", "grpo.steps=" + n, "generation.workers=1");
+    Map<String, String> held = new HashMap<>(env);
+    held.putAll(hold.env());
+    RavelCommand.Result r = run(held, "it-vllm-killed", runs, "run.mode=sync", "grpo.steps=" + n,
+        "generation.workers=1");
     killer.join(60_000);
     assertThat(killed[0]).as("the server was killed mid-run").isPositive();
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
@@ -461,7 +467,7 @@ final class GrpoVllmIT {
       assertThat(x.attributes().get("rl.fault.dead_pid")).isEqualTo(killed[0]);
       assertThat(x.attributes().get("process.pid")).isNotEqualTo(killed[0]);
     });
-    // the failed requests, if the kill landed in a generation, are in the step's trace, under the worker's call
+    // the failed requests, if any went out before the worker saw its server dead, are under the worker's call
     assertThat(traces.named("rl.worker.http_request")).allSatisfy(f -> assertThat(f.isError()).isTrue());
     // the new server took Ravel's weight transfer and the weights of the moment, then every later version, in order
     List<Path> logs = serverLogs(runDir);
@@ -470,7 +476,8 @@ final class GrpoVllmIT {
         .findFirst().orElseThrow());
     assertThat(routes).isNotEmpty().startsWith("init_weight_transfer_engine", "pause", "start_weight_update",
         "update_weights", "finish_weight_update", "resume");
-    assertThat(routes.size() % REFIT.size()).isEqualTo(1);
+    // the weights of the moment (version 3, in step 4), then one refit for each of the steps after it
+    assertThat(routes).hasSize(1 + REFIT.size() * (1 + n - (int) killedIn));
     // engine tracing off (the example's preset): the launched servers traced nothing, though the head they were
     // started from inherited an OTLP endpoint (the seed's caveat 3); the run has ended, so vLLM's processes have
     // exited and anything they would have sent has been sent
