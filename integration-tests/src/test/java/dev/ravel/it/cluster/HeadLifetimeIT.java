@@ -3,15 +3,15 @@ package dev.ravel.it.cluster;
 import dev.ravel.telemetry.process.ProcessIdentity;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.driver.cluster.LocalRayHead;
-import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.jobs.JobInfo;
 import dev.ravel.driver.jobs.JobStatus;
 import dev.ravel.driver.jobs.JobsClient;
+import dev.ravel.driver.session.RayVersions;
 import dev.ravel.it.support.PhaseHold;
 import dev.ravel.it.support.Procs;
 import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -20,9 +20,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -174,47 +176,89 @@ final class HeadLifetimeIT {
     assertThat(Files.readAllLines(stopped.runDir().resolve("steps.jsonl"))).hasSize(stopped.steps() + 2);
   }
 
+  /**
+   * On the shared head ({@link SharedRayHead}): a head this driver did not start, as a user's cluster is (the build
+   * started it and owns it). Other classes' drivers used it before this one: their jobs are told apart by the jobs
+   * the head listed before this driver started, and the workers they left are no process of the head's own.
+   */
   @Test
   void driverKilled_aHeadItDidNotStartKeepsRunning() throws Exception {
-    try (LocalRayHead head = LocalRayHead.builder(RayHome.locate(TestEnv.clean())).environment(TestEnv.clean())
-        .start()) {
-      // the head's own processes (ray start, GCS, raylet, dashboard, agents), before any driver joins
-      List<Long> own = Procs.group(head.pid());
-      assertThat(own).hasSizeGreaterThan(3);
-      Map<String, String> env = new HashMap<>(TestEnv.clean());
-      env.put("RAY_ADDRESS", head.address());
-      PhaseHold hold = PhaseHold.arm(tmp.resolve("gates-own-head"), HELD_STEP, Phase.GENERATION);
-      Running run = start(env(env, hold), "examples/grpo-sync.yaml", tmp.resolve("runs"), SYNC);
-      try {
-        hold.awaitHeld(run.process(), run.out(), 240);
-        assertThat(Files.readString(run.out())).contains("Ray at " + head.address());
-        JobsClient jobs = JobsClient.of(head.dashboardUrl().toString());
-        assertThat(driverJobs(jobs)).as("the driver's job, as the head lists it while the driver runs")
-            .hasSize(1).allSatisfy(j -> assertThat(j.status()).isEqualTo(JobStatus.RUNNING));
+    Map<String, String> env = SharedRayHead.env();
+    String address = env.get("RAY_ADDRESS");
+    long headPid = rayStart(address);
+    String headStart = Procs.startTime(headPid).orElseThrow(() -> new AssertionError("the head's ray start is gone"));
+    // the head's own processes (ray start, GCS, raylet, dashboard, agents), before this driver joins
+    List<Long> own = ownProcesses(headPid);
+    assertThat(own).hasSizeGreaterThan(3);
+    JobsClient jobs = JobsClient.of(env.get(RayVersions.DASHBOARD_ENV));
+    Set<String> earlier = jobs.list().stream().map(JobInfo::id).collect(Collectors.toSet());
+    PhaseHold hold = PhaseHold.arm(tmp.resolve("gates-own-head"), HELD_STEP, Phase.GENERATION);
+    Running run = start(env(env, hold), "examples/grpo-sync.yaml", tmp.resolve("runs"), SYNC);
+    try {
+      hold.awaitHeld(run.process(), run.out(), 240);
+      assertThat(Files.readString(run.out())).contains("Ray at " + address);
+      assertThat(driverJobs(jobs, earlier)).as("the driver's job, as the head lists it while the driver runs")
+          .hasSize(1).allSatisfy(j -> assertThat(j.status()).isEqualTo(JobStatus.RUNNING));
 
-        signal(run, "KILL");
-        assertThat(run.process.waitFor(KILL_BOUND_S, TimeUnit.SECONDS)).isTrue();
-        // Not an observation window: wait until the head itself has recorded the driver's job as ended (its GCS
-        // saw the driver go), so that the head has been through the driver's death when it is checked below.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(KILL_BOUND_S);
-        while (System.nanoTime() < deadline && !driverJobs(jobs).stream().allMatch(j -> j.status().isTerminal())) {
-          Thread.sleep(200);
-        }
-        assertThat(driverJobs(jobs)).as("the driver's job %d s after its SIGKILL", KILL_BOUND_S)
-            .hasSize(1).allSatisfy(j -> assertThat(j.status().isTerminal()).as(j.status().name()).isTrue());
-
-        assertThat(head.isAlive()).isTrue();
-        assertThat(Procs.alive(own)).as("the head's own processes after the driver's SIGKILL")
-            .containsExactlyInAnyOrderElementsOf(own);
-      } finally {
-        run.stop();
+      signal(run, "KILL");
+      assertThat(run.process.waitFor(KILL_BOUND_S, TimeUnit.SECONDS)).isTrue();
+      // Not an observation window: wait until the head itself has recorded the driver's job as ended (its GCS
+      // saw the driver go), so that the head has been through the driver's death when it is checked below.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(KILL_BOUND_S);
+      while (System.nanoTime() < deadline
+          && !driverJobs(jobs, earlier).stream().allMatch(j -> j.status().isTerminal())) {
+        Thread.sleep(200);
       }
+      assertThat(driverJobs(jobs, earlier)).as("the driver's job %d s after its SIGKILL", KILL_BOUND_S)
+          .hasSize(1).allSatisfy(j -> assertThat(j.status().isTerminal()).as(j.status().name()).isTrue());
+
+      assertThat(Procs.startTime(headPid)).as("the head's ray start after the driver's SIGKILL").contains(headStart);
+      assertThat(Procs.alive(own)).as("the head's own processes after the driver's SIGKILL")
+          .containsExactlyInAnyOrderElementsOf(own);
+    } finally {
+      run.stop();
     }
   }
 
-  /** The jobs of drivers that connected to the head by themselves (here: the one {@code ravel run}). */
-  private static List<JobInfo> driverJobs(JobsClient jobs) {
-    return jobs.list().stream().filter(j -> j.type().equals(JobInfo.DRIVER)).toList();
+  /** The jobs of drivers that connected to the head by themselves since {@code earlier} was listed. */
+  private static List<JobInfo> driverJobs(JobsClient jobs, Set<String> earlier) {
+    return jobs.list().stream().filter(j -> j.type().equals(JobInfo.DRIVER) && !earlier.contains(j.id())).toList();
+  }
+
+  /**
+   * The {@code ray start} of the head at {@code address}: the leader of the head's process group (its supervisor
+   * starts it with setsid), whose command line names the head's GCS port.
+   */
+  private static long rayStart(String address) throws IOException {
+    String port = "--port=" + address.substring(address.lastIndexOf(':') + 1);
+    List<Long> found = new ArrayList<>();
+    for (Procs.Proc p : Procs.all()) {
+      if (p.pgid() == p.pid()) {
+        String cmd = Procs.cmdline(p.pid()).orElse("");
+        if (cmd.contains(" start --head ") && List.of(cmd.split(" ")).contains(port)) {
+          found.add(p.pid());
+        }
+      }
+    }
+    assertThat(found).as("the ray start of the head at %s", address).hasSize(1);
+    return found.get(0);
+  }
+
+  /**
+   * The head's own processes: its process group but Ray's workers (those of drivers that used the head earlier end
+   * in their own time; a head that no driver joined yet has none).
+   */
+  private static List<Long> ownProcesses(long headPid) throws IOException {
+    List<Long> own = new ArrayList<>();
+    for (long pid : Procs.group(headPid)) {
+      String cmd = Procs.cmdline(pid).orElse("");
+      boolean worker = cmd.startsWith("ray::") || cmd.contains("default_worker.py") || cmd.contains("setup_worker.py")
+          || cmd.contains("io.ray.runtime.runner.worker");
+      if (!cmd.isEmpty() && !worker) {
+        own.add(pid);
+      }
+    }
+    return own;
   }
 
   /** A started driver, with its start time (read while it runs), so that a signal can only reach it. */

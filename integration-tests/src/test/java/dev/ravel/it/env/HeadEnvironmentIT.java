@@ -6,6 +6,7 @@ import dev.ravel.it.support.OtlpHttpSink;
 import dev.ravel.it.support.Procs;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.TestEnv;
+import dev.ravel.telemetry.spans.StepMetricNames;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -25,113 +26,184 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A user's run with an OTLP endpoint over TLS (a private CA) and an auth header in the driver's environment:
- * export still arrives over TLS with the header, while no process of the local head that Ravel starts (GCS,
- * raylet, dashboard, agents, the Java workers it launches) has the header or the endpoint in its
- * environment, and the header is in no file of the run, no Ray log and no output.
+ * A user's run with the standard OpenTelemetry variables in the driver's environment: an OTLP endpoint over TLS
+ * (a private CA) with an auth header, a metrics endpoint of its own ({@code OTEL_EXPORTER_OTLP_METRICS_ENDPOINT}),
+ * a service name and resource attributes. The local head that Ravel starts inherits none of them: no process of
+ * it (GCS, raylet, dashboard, agents, the Java workers it launches) has the header or the endpoint in its
+ * environment, and the header is in no file of the run, no Ray log and no output, while export still arrives
+ * over TLS with the header. {@code OTEL_SERVICE_NAME} and {@code OTEL_RESOURCE_ATTRIBUTES} name every process of
+ * the run (driver and workers), and metrics go to their own endpoint, not to the traces endpoint. One run serves
+ * both tests ({@link OtelStandardVariablesIT} has {@code OTEL_METRICS_EXPORTER}).
  */
 final class HeadEnvironmentIT {
   private static final Pattern HEAD_PID = Pattern.compile("Ray head started at 127\\.0\\.0\\.1:(\\d+) \\(pid (\\d+),");
   private static final char[] STORE_PASSWORD = "ravel-it".toCharArray();
+  private static final String RUN_ID = "it-head-env";
 
   @TempDir
-  Path tmp;
+  static Path tmp;
+
+  static String token;
+  static OtlpHttpSink sink;
+  static OtlpHttpSink metrics;
+  static Instant started;
+  /** What the run printed, how it ended, and what was read from /proc while it ran. */
+  static String stdout;
+  static String stderr;
+  static int exitCode;
+  static int gcsPort;
+  /** The processes below the driver (not the driver itself), and the head's, read while the run went on. */
+  static List<Proc> belowDriver;
+  static List<Proc> seen;
+
+  @BeforeAll
+  static void run() throws Exception {
+    token = "ravel-it-" + HexFormat.of().formatHex(java.security.SecureRandom.getInstanceStrong().generateSeed(12));
+    Path ca = certificate(tmp);
+    SSLContext tls = tls(tmp.resolve("server.p12"));
+    sink = OtlpHttpSink.tls(tls);
+    metrics = OtlpHttpSink.tls(tls);
+    Map<String, String> env = new HashMap<>(TestEnv.clean());
+    env.put("OTEL_EXPORTER_OTLP_ENDPOINT", sink.baseUrl());
+    env.put("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
+    env.put("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20" + token);
+    env.put("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.toString());
+    env.put("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics.baseUrl() + "/v1/metrics");
+    env.put("OTEL_SERVICE_NAME", "grpo-it");
+    env.put("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=it,team=rl%20infra");
+    Path runs = tmp.resolve("runs");
+    started = Instant.now();
+    Path out = tmp.resolve("out.txt");
+    Path err = tmp.resolve("err.txt");
+    Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
+    // The head's processes are read while the run goes on, from its step 3: two scans of /proc, well under a
+    // second. The run must outlast them: 27 more steps of this example (about 0.4 CPU-seconds each), several
+    // seconds however loaded the machine, since the scans slow down with the steps. One generation worker: it is
+    // a Java worker of the head like the trainer and the reward, whose environments are read the same way.
+    ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "run",
+        home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=30", "generation.workers=1",
+        "telemetry.exporter=both", "telemetry.runs_dir=" + runs, "telemetry.run_id=" + RUN_ID)
+        .redirectOutput(out.toFile()).redirectError(err.toFile());
+    pb.environment().clear();
+    pb.environment().putAll(env);
+    Process driver = pb.start();
+    long headPid = -1;
+    String headStart = "";
+    try {
+      Matcher m = RavelCommand.awaitOutput(out, driver, HEAD_PID, "step   3/", 240);
+      gcsPort = Integer.parseInt(m.group(1));
+      headPid = Long.parseLong(m.group(2));
+      headStart = Procs.startTime(headPid).orElse("");
+      // bin/ravel execs the driver's JVM: its PID is the command's
+      belowDriver = descendantsOf(driver.pid()).stream().filter(p -> p.pid() != driver.pid()).toList();
+      seen = descendantsOf(headPid);
+      assertThat(driver.waitFor(300, TimeUnit.SECONDS)).as("the run ends").isTrue();
+    } finally {
+      if (driver.isAlive()) {
+        driver.destroy();
+        driver.waitFor(30, TimeUnit.SECONDS);
+      }
+      stopLeftover(headPid, headStart);
+    }
+    stdout = Files.readString(out, StandardCharsets.UTF_8);
+    stderr = Files.readString(err, StandardCharsets.UTF_8);
+    exitCode = driver.exitValue();
+  }
+
+  @AfterAll
+  static void closeSinks() {
+    if (sink != null) {
+      sink.close();
+    }
+    if (metrics != null) {
+      metrics.close();
+    }
+  }
 
   @Test
   void run_headInheritsNoEndpointNorHeaderAndExportStillArrivesOverTlsWithIt() throws Exception {
-    String token = "ravel-it-" + HexFormat.of().formatHex(java.security.SecureRandom.getInstanceStrong()
-        .generateSeed(12));
-    Path ca = certificate(tmp);
-    try (OtlpHttpSink sink = OtlpHttpSink.tls(tls(tmp.resolve("server.p12")))) {
-      String endpoint = sink.baseUrl();
-      Map<String, String> env = new HashMap<>(TestEnv.clean());
-      env.put("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
-      env.put("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
-      env.put("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20" + token);
-      env.put("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.toString());
-      Path runs = tmp.resolve("runs");
-      Instant started = Instant.now();
-      Path out = tmp.resolve("out.txt");
-      Path err = tmp.resolve("err.txt");
-      Path home = Path.of(System.getProperty("ravel.home", ".")).toAbsolutePath().normalize();
-      // The head's processes are read while the run goes on, from its step 3: two scans of /proc, well under a
-      // second. The run must outlast them: 27 more steps of this example (about 0.4 CPU-seconds each), several
-      // seconds however loaded the machine, since the scans slow down with the steps. One generation worker: it is
-      // a Java worker of the head like the trainer and the reward, whose environments are read the same way.
-      ProcessBuilder pb = new ProcessBuilder(home.resolve("bin/ravel").toString(), "run",
-          home.resolve("examples/grpo-sync.yaml").toString(), "grpo.steps=30", "generation.workers=1",
-          "telemetry.exporter=both", "telemetry.runs_dir=" + runs, "telemetry.run_id=it-head-env")
-          .redirectOutput(out.toFile()).redirectError(err.toFile());
-      pb.environment().clear();
-      pb.environment().putAll(env);
-      Process driver = pb.start();
-      int gcsPort;
-      long headPid = -1;
-      String headStart = "";
-      List<Proc> seen;
-      try {
-        Matcher m = RavelCommand.awaitOutput(out, driver, HEAD_PID, "step   3/", 240);
-        gcsPort = Integer.parseInt(m.group(1));
-        headPid = Long.parseLong(m.group(2));
-        headStart = Procs.startTime(headPid).orElse("");
-
-        // no process bin/ravel started holds the header but the driver JVM that reads it (bin/ravel execs it:
-        // its PID is the command's): not the stderr filter, not the head's supervisor, not the head
-        List<Proc> belowDriver = descendantsOf(driver.pid()).stream().filter(p -> p.pid() != driver.pid()).toList();
-        assertThat(belowDriver).as("the stderr filter and the head run below the driver")
-            .anyMatch(p -> p.cmdline().contains("awk"));
-        for (Proc p : belowDriver) {
-          assertThat(p.environ()).as("environment of %s, a descendant of the driver", p).doesNotContain(token);
-        }
-        seen = descendantsOf(headPid);
-        assertThat(seen).extracting(Proc::cmdline).anyMatch(c -> c.contains("raylet"))
-            .anyMatch(c -> c.contains("gcs_server"));
-        assertThat(seen).as("processes of the head").anyMatch(Proc::isJavaWorker);
-        for (Proc p : seen) {
-          assertThat(p.environ()).as("environment of %s", p).doesNotContain(token);
-          if (p.isJavaWorker()) {
-            // Ravel's workers get their settings explicitly (RAVEL_OTLP_*, the header through a file); the
-            // standard variables that would turn on a third-party engine's tracing are masked
-            assertThat(p.variable("OTEL_EXPORTER_OTLP_ENDPOINT")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
-            assertThat(p.variable("OTEL_EXPORTER_OTLP_HEADERS")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
-            assertThat(p.variable("OTEL_EXPORTER_OTLP_CERTIFICATE")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
-          } else {
-            assertThat(p.environ()).as("environment of %s", p).doesNotContain(endpoint)
-                .doesNotContain("OTEL_EXPORTER_OTLP");
-          }
-        }
-        assertThat(driver.waitFor(300, TimeUnit.SECONDS)).as("the run ends").isTrue();
-      } finally {
-        if (driver.isAlive()) {
-          driver.destroy();
-          driver.waitFor(30, TimeUnit.SECONDS);
-        }
-        stopLeftover(headPid, headStart);
-      }
-      String stdout = Files.readString(out, StandardCharsets.UTF_8);
-      String stderr = Files.readString(err, StandardCharsets.UTF_8);
-      assertThat(driver.exitValue()).as("stdout:\n%s\nstderr:\n%s", stdout, stderr).isZero();
-      assertThat(stdout + stderr).doesNotContain(token)
-          .contains("local Ray head environment: held back OTEL_EXPORTER_OTLP_CERTIFICATE, "
-              + "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_PROTOCOL; passed none");
-
-      assertThat(sink.spans()).isNotEmpty();
-      assertThat(sink.authorizations()).isNotEmpty().allSatisfy(a -> assertThat(a).isEqualTo("Bearer " + token));
-      assertThat(sink.spans()).extracting(OtlpHttpSink.Received::role).contains("driver", "generation_worker");
-
-      assertThat(filesContaining(runs, token, Instant.EPOCH)).as("run folder").isEmpty();
-      // the head's own log (`ray start`'s output, where the driver's JVM writes it): a scan of a file that is not
-      // there would find nothing and pass, so it must exist and hold Ray's output first
-      Path headLog = Path.of(System.getProperty("java.io.tmpdir"), "ray-head-" + gcsPort + ".log");
-      assertThat(headLog).as("head log").isRegularFile();
-      assertThat(Files.size(headLog)).as("head log %s", headLog).isPositive();
-      assertThat(filesContaining(headLog, token, Instant.EPOCH)).as("head log").isEmpty();
-      assertThat(filesContaining(Path.of("/tmp/ray"), token, started)).as("Ray's session logs").isEmpty();
+    String endpoint = sink.baseUrl();
+    // no process bin/ravel started holds the header but the driver JVM that reads it: not the stderr filter, not
+    // the head's supervisor, not the head
+    assertThat(belowDriver).as("the stderr filter and the head run below the driver")
+        .anyMatch(p -> p.cmdline().contains("awk"));
+    for (Proc p : belowDriver) {
+      assertThat(p.environ()).as("environment of %s, a descendant of the driver", p).doesNotContain(token);
     }
+    assertThat(seen).extracting(Proc::cmdline).anyMatch(c -> c.contains("raylet"))
+        .anyMatch(c -> c.contains("gcs_server"));
+    assertThat(seen).as("processes of the head").anyMatch(Proc::isJavaWorker);
+    for (Proc p : seen) {
+      assertThat(p.environ()).as("environment of %s", p).doesNotContain(token);
+      if (p.isJavaWorker()) {
+        // Ravel's workers get their settings explicitly (RAVEL_OTLP_*, the header through a file); the
+        // standard variables that would turn on a third-party engine's tracing are masked
+        assertThat(p.variable("OTEL_EXPORTER_OTLP_ENDPOINT")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
+        assertThat(p.variable("OTEL_EXPORTER_OTLP_HEADERS")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
+        assertThat(p.variable("OTEL_EXPORTER_OTLP_CERTIFICATE")).as("%s", p).isIn(Optional.empty(), Optional.of(""));
+      } else {
+        assertThat(p.environ()).as("environment of %s", p).doesNotContain(endpoint)
+            .doesNotContain("OTEL_EXPORTER_OTLP");
+      }
+    }
+    assertThat(exitCode).as("stdout:\n%s\nstderr:\n%s", stdout, stderr).isZero();
+    assertThat(stdout + stderr).doesNotContain(token)
+        .contains("local Ray head environment: held back OTEL_EXPORTER_OTLP_CERTIFICATE, "
+            + "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, "
+            + "OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME; passed none");
+
+    assertThat(sink.spans()).isNotEmpty();
+    assertThat(sink.authorizations()).isNotEmpty().allSatisfy(a -> assertThat(a).isEqualTo("Bearer " + token));
+    assertThat(metrics.authorizations()).isNotEmpty().allSatisfy(a -> assertThat(a).isEqualTo("Bearer " + token));
+    assertThat(sink.spans()).extracting(OtlpHttpSink.Received::role).contains("driver", "generation_worker");
+
+    assertThat(filesContaining(tmp.resolve("runs"), token, Instant.EPOCH)).as("run folder").isEmpty();
+    // the head's own log (`ray start`'s output, where the driver's JVM writes it): a scan of a file that is not
+    // there would find nothing and pass, so it must exist and hold Ray's output first
+    Path headLog = Path.of(System.getProperty("java.io.tmpdir"), "ray-head-" + gcsPort + ".log");
+    assertThat(headLog).as("head log").isRegularFile();
+    assertThat(Files.size(headLog)).as("head log %s", headLog).isPositive();
+    assertThat(filesContaining(headLog, token, Instant.EPOCH)).as("head log").isEmpty();
+    assertThat(filesContaining(Path.of("/tmp/ray"), token, started)).as("Ray's session logs").isEmpty();
+  }
+
+  @Test
+  void run_namesEveryProcessAsTheVariablesSayAndSendsMetricsToTheirOwnEndpoint() throws Exception {
+    assertThat(exitCode).as("stdout:\n%s\nstderr:\n%s", stdout, stderr).isZero();
+    // Ray's own messages are not on the terminal: its native log lines and log4j's status lines go to the
+    // driver's log file, which the run names at its end
+    assertThat((stdout + stderr).lines())
+        .noneMatch(l -> l.matches("^\\[\\d{4}-\\d\\d-\\d\\d [\\d:,]+ [DIWEF] \\d+ \\d+\\] .*"))
+        .noneMatch(l -> l.contains("Starting configuration") || l.contains("Stopping configuration"));
+    Matcher log = Pattern.compile("Ray's messages: (\\S+)").matcher(stdout);
+    if (log.find()) {
+      assertThat(Path.of(log.group(1))).isRegularFile();
+      Files.deleteIfExists(Path.of(log.group(1)));
+    }
+    assertThat(sink.spans()).isNotEmpty().allSatisfy(s -> {
+      assertThat(s.service()).isEqualTo("grpo-it");
+      assertThat(s.resource()).containsEntry("deployment.environment.name", "it").containsEntry("team", "rl infra")
+          .containsEntry("rl.run.id", RUN_ID);
+    });
+    assertThat(sink.spans()).extracting(OtlpHttpSink.Received::role).contains("driver", "generation_worker",
+        "policy_trainer");
+    assertThat(sink.metrics()).as("no metrics at the traces endpoint").isEmpty();
+
+    assertThat(metrics.spans()).isEmpty();
+    assertThat(metrics.metrics()).extracting(OtlpHttpSink.ReceivedMetric::name)
+        .contains(StepMetricNames.REWARD_MEAN, StepMetricNames.KL, StepMetricNames.LOSS, StepMetricNames.DURATION);
+    assertThat(metrics.metrics()).allSatisfy(m -> {
+      assertThat(m.path()).isEqualTo("/v1/metrics");
+      assertThat(m.resource()).containsEntry("service.name", "grpo-it").containsEntry("deployment.environment.name", "it");
+    });
+    assertThat(metrics.metrics()).extracting(m -> m.resource().get("rl.process.role")).contains("driver",
+        "generation_worker");
   }
 
   /** After a failure: the head the driver started, if it outlived the driver, and its processes, by PID. */

@@ -3,15 +3,14 @@ package dev.ravel.it.jobs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.jobs.DashboardUnreachableException;
 import dev.ravel.driver.jobs.JobInfo;
 import dev.ravel.driver.jobs.JobNotFoundException;
 import dev.ravel.driver.jobs.JobStatus;
 import dev.ravel.driver.jobs.JobsClient;
-import dev.ravel.driver.session.RayVersions;
 import dev.ravel.it.support.RavelCommand;
-import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -27,14 +26,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Ray Jobs on a real head with its dashboard on 127.0.0.1 (the shared head of this Ray, {@link SharedRayHead}: these
- * tests submit, follow and stop jobs of their own there, and change neither its environment nor its life): a GRPO run
+ * Ray Jobs on a real head with its dashboard, started here on 127.0.0.1 and stopped after: a GRPO run
  * submitted with {@code bin/ravel submit run ... --wait} (the real launcher, a separate process) succeeds
  * and its logs hold the run's summary; its {@code rl.job.run} span is a child of the submitter's
  * {@code rl.job.submit}; a long job stopped while {@code --wait} follows it ends STOPPED with exit code 3;
@@ -47,8 +46,7 @@ final class RayJobsIT {
   static Path tmp;
 
   static RayHome home;
-  /** The head's dashboard (the Jobs API). */
-  static String dashboard;
+  static LocalRayHead head;
   static JobsClient client;
   static Path ravel;
   static Cli submittedRun;
@@ -56,13 +54,25 @@ final class RayJobsIT {
   /** A finished command line process. */
   record Cli(int exit, String out, String err) {}
 
+  /**
+   * A head of this class's own, not the shared one: a job's entrypoint gets its {@code RAY_ADDRESS} from Ray's
+   * record of the head started last on this machine ({@code /tmp/ray/ray_current_cluster}), so the head the jobs
+   * are submitted to must be the one started last (the shared head was started before other classes' heads).
+   */
   @BeforeAll
-  static void onTheSharedHead() {
+  static void startHead() {
     home = RayHome.locate(TestEnv.clean());
     ravel = home.ravelHome().resolve("bin").resolve("ravel");
     assertThat(ravel).isExecutable();
-    dashboard = SharedRayHead.env().get(RayVersions.DASHBOARD_ENV);
-    client = JobsClient.builder().baseUrl(dashboard).build();
+    head = LocalRayHead.builder(home).dashboard(true).logDir(tmp.resolve("head")).start();
+    client = JobsClient.builder().baseUrl(head.dashboardUrl().toString()).build();
+  }
+
+  @AfterAll
+  static void stopHead() {
+    if (head != null) {
+      head.close();
+    }
   }
 
   /**
@@ -85,7 +95,7 @@ final class RayJobsIT {
           "grpo.steps=2", "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=1",
           "cluster.worker_heap_mb=256",
           "telemetry.run_id=" + RUN_ID, "telemetry.runs_dir=" + tmp.resolve("runs"),
-          "--address", dashboard, "--submission-id", RUN_ID + "-job", "--wait");
+          "--address", head.dashboardUrl().toString(), "--submission-id", RUN_ID + "-job", "--wait");
     }
     return submittedRun;
   }
@@ -141,7 +151,7 @@ final class RayJobsIT {
   @Timeout(120)
   void submitWait_longJobStopped_endsStoppedAndTheCliExitsWithTheStoppedCode() throws Exception {
     String id = RUN_ID + "-sleep";
-    List<String> cmd = List.of(ravel.toString(), "submit", "--address", dashboard, "--wait",
+    List<String> cmd = List.of(ravel.toString(), "submit", "--address", head.dashboardUrl().toString(), "--wait",
         "--submission-id", id, "--", "sleep", "300");
     Path err = tmp.resolve("stop-err.txt");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile()).redirectOutput(tmp.resolve("stop-out.txt").toFile());
@@ -189,10 +199,10 @@ final class RayJobsIT {
     assertThatThrownBy(() -> client.logs("no-such-job")).isInstanceOf(JobNotFoundException.class);
     assertThatThrownBy(() -> client.stop("no-such-job")).isInstanceOf(JobNotFoundException.class);
 
-    Cli cli = ravel(Duration.ofSeconds(30), "jobs", "status", "no-such-job", "--address", dashboard);
+    Cli cli = ravel(Duration.ofSeconds(30), "jobs", "status", "no-such-job", "--address", head.dashboardUrl().toString());
 
     assertThat(cli.exit()).isEqualTo(1);
-    assertThat(cli.err().strip()).startsWith("ravel: no Ray job 'no-such-job' at " + dashboard)
+    assertThat(cli.err().strip()).startsWith("ravel: no Ray job 'no-such-job' at " + head.dashboardUrl())
         .doesNotContain("\n");
   }
 

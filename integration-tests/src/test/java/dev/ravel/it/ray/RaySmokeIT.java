@@ -3,13 +3,13 @@ package dev.ravel.it.ray;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.session.RayVersions;
 import dev.ravel.driver.config.RunConfig;
 import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.GrpoRuns;
+import dev.ravel.it.support.OtherRayHead;
 import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.SpanRecord;
@@ -24,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A short sync and a short async GRPO run on the Ray this test JVM was given (failsafe runs it once per
  * Ray version: the default and the compat one), on that Ray's own jar, against a head of that Ray; and a
- * head of the other Ray, which the driver refuses at start.
+ * head of the other Ray ({@link OtherRayHead}: one per build, the other execution's shared head), which the driver
+ * refuses at start.
  */
 final class RaySmokeIT {
   private static final int STEPS = 3;
@@ -64,18 +65,16 @@ final class RaySmokeIT {
     String mine = RayVersions.driverVersion().orElseThrow();
     assertThat(otherVersion).isNotEqualTo(mine);
 
-    try (LocalRayHead head = LocalRayHead.builder(other).start()) {
-      Map<String, String> env = new HashMap<>(TestEnv.clean());
-      env.put("RAY_ADDRESS", head.address());
-      env.put(RayVersions.DASHBOARD_ENV, head.dashboardUrl().toString());
-      RunConfig config = RunConfig.load(null, List.of("telemetry.runs_dir=" + runs), env);
+    // the other Ray's shared head: the other Failsafe execution's, or started here and then theirs
+    Map<String, String> env = new HashMap<>(TestEnv.clean());
+    env.putAll(OtherRayHead.env(other, otherVersion));
+    RunConfig config = RunConfig.load(null, List.of("telemetry.runs_dir=" + runs), env);
 
-      assertThatThrownBy(() -> DriverSession.builder(config.telemetry()).env(env).start())
-          .isInstanceOf(IllegalStateException.class)
-          .hasMessageContaining("runs Ray " + otherVersion)
-          .hasMessageContaining("this driver runs Ray " + mine)
-          .hasMessageContaining(RayHome.JAR_ENV);
-    }
+    assertThatThrownBy(() -> DriverSession.builder(config.telemetry()).env(env).start())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("runs Ray " + otherVersion)
+        .hasMessageContaining("this driver runs Ray " + mine)
+        .hasMessageContaining(RayHome.JAR_ENV);
   }
 
   private static void check(GrpoRuns.Finished run) {
