@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.ravel.it.support.JaegerServer;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.SharedRayHead;
-import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.traces.JaegerSource;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
