@@ -10,20 +10,47 @@
 # PyTorch, transformers and the OpenTelemetry Python SDK go into the default Ray's virtualenv for Ravel's Python
 # workers. Every integration test runs on the default Ray; a smoke set also runs on the compat Ray.
 #
-#   scripts/test-all.sh            the whole suite
-#   scripts/test-all.sh --stress   the same while a CPU hog (stress-ng, one worker per core) loads every core,
-#                                  to show that no test depends on timing or load
+#   scripts/test-all.sh              the whole suite
+#   scripts/test-all.sh --stress     the same while a CPU hog (stress-ng, one worker per core) loads every core,
+#                                    to show that no test depends on timing or load
+#   scripts/test-all.sh --only WHAT  a quick loop for development, with the same installs and settings; never a
+#                                    replacement for the whole suite. WHAT is one of:
+#                                      SomeIT or SomeIT#method   integration tests (Failsafe) of one class, on the
+#                                                                default Ray (and the compat Ray for its smoke set)
+#                                      SomeTest or SomeTest#m    unit tests (Surefire) of that class, any module
+#                                      MODULE                    one Maven module's unit tests (driver, workers, ...)
+#                                                                or integration-tests (every integration test)
+#                                      pytest or pytest:EXPR     the Python workers' checks and pytest (-k EXPR)
+#                                      vllm-plugin               the vLLM plugin's checks and pytest (real vllm serve)
+#                                    (--only may be given several times, and combined with --stress)
 #
 # At the end it prints how long each phase took and the ten slowest test classes, pass or fail.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 STRESS=0
-for a in "$@"; do
-  case "$a" in
+ONLY=()
+MODULES="telemetry-core telemetry-viewer actors engine workers driver benchmarks integration-tests"
+while [ "$#" -gt 0 ]; do
+  case "$1" in
     --stress) STRESS=1 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "test-all: unknown option '$a' (see scripts/test-all.sh --help)" >&2; exit 2 ;;
+    --only) [ "$#" -ge 2 ] || { echo "test-all: --only needs what to run (see scripts/test-all.sh --help)" >&2; exit 2; }
+      ONLY+=("$2"); shift ;;
+    --only=*) ONLY+=("${1#--only=}") ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test-all: unknown option '$1' (see scripts/test-all.sh --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+# each --only checked before anything is installed: one line naming the one that is not known
+for w in "${ONLY[@]}"; do
+  case "$w" in
+    pytest|pytest:*|vllm-plugin) ;;
+    *IT|*IT#*|*Test|*Test#*) [[ "$w" =~ ^[A-Za-z0-9_.]+(#[A-Za-z0-9_*+]+)?$ ]] || {
+      echo "test-all: --only '$w': not a test class (Class or Class#method)" >&2; exit 2; } ;;
+    *) [[ " $MODULES " == *" $w "* ]] || {
+      echo "test-all: --only '$w': not a test class (ending in IT or Test), a module ($MODULES), pytest[:EXPR] or vllm-plugin" >&2
+      exit 2; } ;;
   esac
 done
 COMPAT_RAY_VERSION=2.39.0
@@ -31,6 +58,7 @@ COMPAT_RAY_VERSION=2.39.0
 unset RAVEL_RAY_VENV RAVEL_RAY_JAR
 RAY_VERSION="${RAVEL_RAY_VERSION:-$(sed -n 's/^DEFAULT_RAY_VERSION=//p' "$ROOT/scripts/setup-ray.sh")}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/ravel-test-all.XXXXXX")"
+touch "$WORK/started" # the test reports of this run are those written after it
 PHASES=()
 SUITE_START=$SECONDS
 HOG_PID=""
@@ -53,7 +81,7 @@ summary() {
     echo "   Maven, per module:"
     awk '/Reactor Summary/ {on = 1; next} on && /BUILD/ {exit} on && /(SUCCESS|FAILURE|SKIPPED)/ {sub(/^\[INFO\] /, "     "); print}' "$WORK/maven.log"
   fi
-  (cd "$ROOT" && python3 scripts/test-times.py --top 10 workers/target/pytest \
+  (cd "$ROOT" && python3 scripts/test-times.py --top 10 --newer-than "$WORK/started" workers/target/pytest \
     */target/surefire-reports examples/*/target/surefire-reports integration-tests/target/failsafe-reports* 2>/dev/null) | sed 's/^/   /' || true
   rm -rf "$WORK"
   exit "$rc"
@@ -127,8 +155,10 @@ pytest_suite() {
 python_checks() {
   (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m mypy && "$RAY_VENV/bin/python" -m ruff check ravel_workers ravel_checks tests)
 }
-phase "mypy and ruff (Python workers)" python_checks
-phase "pytest (Python workers)" pytest_suite
+if [ "${#ONLY[@]}" -eq 0 ]; then
+  phase "mypy and ruff (Python workers)" python_checks
+  phase "pytest (Python workers)" pytest_suite
+fi
 
 # Ravel's vLLM plugin (the ravel-file weight-transfer backend): checked with the Ray virtualenv's mypy and ruff
 # (vLLM is not installed there), tested in vLLM's own virtualenv against a real `vllm serve` on this CPU
@@ -138,8 +168,9 @@ vllm_plugin() {
     "$VLLM_CPU_VENV/bin/python" -m pytest -q -p no:cacheprovider \
       --junitxml="$ROOT/workers/target/pytest/vllm-plugin.junit.xml" tests)
 }
-phase "pytest (vLLM plugin, real vllm serve)" vllm_plugin
+[ "${#ONLY[@]}" -gt 0 ] || phase "pytest (vLLM plugin, real vllm serve)" vllm_plugin
 
+# mvn with the installed parts: maven GOALS-AND-OPTIONS...
 maven() {
   mvn -B ${MAVEN_ARGS:-} \
     -Dravel.ray.version="$RAY_VERSION" -Dravel.ray.venv="$RAY_VENV" -Dravel.ray.jar="$(ray_jar "$RAY_VENV")" \
@@ -149,10 +180,41 @@ maven() {
     -Dravel.mlflow.venv="$MLFLOW_VENV" \
     -Dravel.vllm.venv="$VLLM_VENV" \
     -Dravel.vllm.cpu.venv="$VLLM_CPU_VENV" \
-    verify 2>&1 | tee "$WORK/maven.log"
+    "$@" 2>&1 | tee -a "$WORK/maven.log"
   return "${PIPESTATUS[0]}"
 }
-phase "maven verify (unit and integration tests)" maven
+
+# --only WHAT: one class, module or suite, with the same installs and settings as the whole command
+only() {
+  local w="$1"
+  case "$w" in
+    pytest) python_checks && pytest_suite ;;
+    pytest:*) python_checks && (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m pytest -q \
+      -p no:cacheprovider --junitxml="$ROOT/workers/target/pytest/python.junit.xml" -k "${w#pytest:}" tests) ;;
+    vllm-plugin) vllm_plugin ;;
+    *IT|*IT#*)
+      # built and installed first (the tests' classes too), then Failsafe alone: on the default Ray, and on the
+      # compat Ray too for a class of its smoke set
+      local goals=(failsafe:integration-test@ray-default failsafe:verify)
+      case "${w%%#*}" in
+        RaySmokeIT|RayJobsIT) goals=(failsafe:integration-test@ray-default failsafe:integration-test@ray-compat
+          failsafe:verify@verify) ;;
+      esac
+      maven -q -pl integration-tests -am install -DskipTests && \
+        maven -pl integration-tests "${goals[@]}" -Dit.test="$w" -Dravel.it.compat.test="$w" ;;
+    *Test|*Test#*) maven test -Dtest="$w" -Dsurefire.failIfNoSpecifiedTests=false ;;
+    integration-tests) maven -pl integration-tests -am verify -Dtest=NONE -Dsurefire.failIfNoSpecifiedTests=false ;;
+    *) maven -pl "$w" -am install -DskipTests -q && maven -pl "$w" test ;;
+  esac
+}
+if [ "${#ONLY[@]}" -gt 0 ]; then
+  for w in "${ONLY[@]}"; do
+    phase "only $w" only "$w"
+  done
+  exit 0
+fi
+
+phase "maven verify (unit and integration tests)" maven verify
 
 # an application of its own (examples/java-app) built against Ravel's installed artifacts and run: its Java ->
 # Python -> Java pipeline on a Ray head of its own, its trace checked by its own tests

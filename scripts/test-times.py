@@ -25,13 +25,18 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("roots", nargs="+", type=Path, help="folders searched for TEST-*.xml and *.junit.xml")
     p.add_argument("--top", type=int, default=10)
+    p.add_argument("--newer-than", type=Path, default=None,
+                   help="only reports written after this file was (the reports of this run, not earlier ones')")
     a = p.parse_args(argv)
+    since = a.newer_than.stat().st_mtime if a.newer_than is not None and a.newer_than.exists() else None
     per_class: dict[str, float] = defaultdict(float)
     per_folder: dict[str, list[float]] = {}
     for root in a.roots:
         if not root.exists():
             continue
         for f in sorted([*root.rglob("TEST-*.xml"), *root.rglob("*.junit.xml")]):
+            if since is not None and f.stat().st_mtime < since:
+                continue
             folder = os.path.relpath(f.parent)
             totals = per_folder.setdefault(folder, [0.0, 0.0, 0.0])
             for s in suites(f):

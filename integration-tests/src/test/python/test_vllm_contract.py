@@ -40,6 +40,8 @@ collective_rpc method failed: ..."), and its weight-version label starts at "def
 does. Each log file is replayed on an app of its own (one `ravel serve` each).
 
 How it is run. `RAVEL_EXCHANGES` names the log (several: joined with os.pathsep). Without it every test fails.
+Or `RAVEL_EXCHANGES_FROM` names a file that will hold that value, waited for (at most 900 s) before the logs are
+read: a caller that is still writing the logs starts this test first, so that vLLM's imports run meanwhile.
 vLLM 0.33.0 must be importable (CPU-only is enough; `scripts/setup-vllm.sh` installs it):
 
     RAVEL_EXCHANGES=run.jsonl VENV/bin/python -m pytest -q -p no:cacheprovider \\
@@ -60,6 +62,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import time
 import urllib.parse
 from collections import Counter
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
@@ -111,6 +114,8 @@ from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
 from vllm.v1.engine.exceptions import EngineDeadError  # noqa: E402
 
 ENV_VAR: Final = "RAVEL_EXCHANGES"
+FROM_VAR: Final = "RAVEL_EXCHANGES_FROM"
+FROM_WAIT_S: Final = 900.0
 HOW_TO_RUN: Final = (
     f"{ENV_VAR} is not set: it must name the exchange log(s) written by `ravel serve --record-exchanges FILE` "
     f"(several joined with {os.pathsep!r}). Run: {ENV_VAR}=FILE VENV/bin/python -m pytest -q -p no:cacheprovider "
@@ -686,11 +691,28 @@ class Capture:
     problem: str | None
 
 
+def _exchanges() -> tuple[str, str | None]:
+    """RAVEL_EXCHANGES's value, else what the file RAVEL_EXCHANGES_FROM names holds once it exists; and why there
+    is none, if there is none."""
+    value = os.environ.get(ENV_VAR, "").strip()
+    listed = os.environ.get(FROM_VAR, "").strip()
+    if value or not listed:
+        return value, None if value else HOW_TO_RUN
+    path = Path(listed)
+    deadline = time.monotonic() + FROM_WAIT_S
+    while not path.is_file():
+        if time.monotonic() > deadline:
+            return "", f"{FROM_VAR}: {listed} was not written within {FROM_WAIT_S:.0f} s"
+        time.sleep(0.2)
+    value = path.read_text(encoding="utf-8").strip()
+    return value, None if value else f"{FROM_VAR}: {listed} names no log"
+
+
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> Capture:
-    value = os.environ.get(ENV_VAR, "").strip()
-    if not value:
-        return Capture([], [], HOW_TO_RUN)
+    value, problem = _exchanges()
+    if problem is not None:
+        return Capture([], [], problem)
     logs: list[ExchangeLog] = []
     for source in (s for s in value.split(os.pathsep) if s.strip()):
         try:

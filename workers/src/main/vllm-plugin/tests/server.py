@@ -47,7 +47,12 @@ def descendants(pid: int) -> list[tuple[int, str]]:
 
 
 class VllmServer:
-    """``vllm serve MODEL`` on 127.0.0.1 with Ravel's weight-transfer backend, its output in ``log``."""
+    """``vllm serve MODEL`` on 127.0.0.1 with Ravel's weight-transfer backend, its output in ``log``.
+
+    The model runs in the engine core's process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, vLLM's layout on one GPU):
+    on a CPU vLLM otherwise starts a worker process of its own for it, about a third of a start-up here. The backend
+    is the same either way (vLLM's plugin system loads it in the process that holds the model); GrpoVllmIT runs it
+    in that worker process, as ``generation.launch: vllm`` starts vLLM on a CPU."""
 
     def __init__(self, model: Path, log: Path, extra: list[str] | None = None,
                  env: dict[str, str] | None = None) -> None:
@@ -61,7 +66,7 @@ class VllmServer:
         e = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         e.update({"VLLM_TARGET_DEVICE": "cpu", "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
                   "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-                  "DO_NOT_TRACK": "1"})
+                  "DO_NOT_TRACK": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
         e.update(env or {})
         self._out = log.open("wb")
         self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.STDOUT, env=e,

@@ -63,6 +63,7 @@ final class RunCommand implements Callable<Integer> {
     Preflight.writableRunsDir(config.telemetry().runsDir(), env);
     Preflight.otlpSettings(config.telemetry(), env);
     Preflight.reachableRay(config.get(Keys.ADDRESS), env);
+    dev.ravel.driver.grpo.PhaseGates.fromEnvironment(env); // a test's gate folder that is not there: one line, now
     // MLFLOW_TRACKING_URI and credentials (mlflow), TensorBoard in the Ray virtualenv (tensorboard)
     Trackers.check(config.telemetry(), env, RayHome.locate(env).venv().resolve("bin").resolve("python"));
     DriverSession.Builder b = DriverSession.builder(config.telemetry()).env(env)
@@ -125,7 +126,7 @@ final class RunCommand implements Callable<Integer> {
       GrpoRun run = new GrpoRun(session, config, (m, total) -> {
         trackers.step(m);
         progress.onStep(m, total);
-      }, from, data);
+      }, from, data).phaseHook(dev.ravel.driver.grpo.PhaseGates.fromEnvironment(env));
       Signals.onInterrupt(name -> {
         signalled.set(name);
         run.requestStop();

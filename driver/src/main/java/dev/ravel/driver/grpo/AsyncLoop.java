@@ -94,14 +94,14 @@ final class AsyncLoop {
   }
 
   private void step(int step) {
-    PhaseClock clock = steps.clock();
+    PhaseClock clock = steps.clock(step);
     long calls = 0;
     CollectorStats before = actors.collector.call(TrajectoryCollector::stats).get();
     try (ScopedSpan s = steps.start(step, version)) {
       try {
         if (step == firstStep) {
           if (actors.initialRefitPending()) { // servers that load the trainer's files: its initial weights first
-            calls += clock.time(Phase.REFIT, actors::initialRefit);
+            calls += clock.time(Phase.REFIT, () -> trainPhase.refit(step, actors::initialRefit));
           }
           long v = version;
           clock.time(Phase.REFIT, () -> actors.collector.call(TrajectoryCollector::publish, v, null).get());
@@ -123,7 +123,7 @@ final class AsyncLoop {
         version = update.version();
         calls += trainPhase.rayCalls(step);
         if (!settings.isLast(step)) { // after the last step nothing would train on newly published weights
-          calls += clock.time(Phase.REFIT, () -> refit(update));
+          calls += clock.time(Phase.REFIT, () -> trainPhase.refit(step, () -> refit(update)));
         }
         CollectorStats after = actors.collector.call(TrajectoryCollector::stats).get();
         long collectorCalls = (after.generateCalls() - before.generateCalls())

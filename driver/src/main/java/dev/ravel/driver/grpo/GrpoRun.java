@@ -37,6 +37,7 @@ public final class GrpoRun {
   /** The end-of-sequence token of the run's tokenizer. */
   private final int eos;
   private volatile boolean stopRequested;
+  private PhaseHook phaseHook = PhaseHook.NONE;
   private Steps steps;
   private GrpoActors actors;
   private AsyncLoop async;
@@ -76,6 +77,28 @@ public final class GrpoRun {
     stopRequested = true;
   }
 
+  /**
+   * Tells {@code hook} on the driver's thread before each phase of every step, and waits for it (see
+   * {@link PhaseHook}: for tests of faults); set before {@link #run}. Returns this run.
+   */
+  public GrpoRun phaseHook(PhaseHook hook) {
+    this.phaseHook = java.util.Objects.requireNonNull(hook, "hook");
+    return this;
+  }
+
+  /**
+   * The process id of each trainer rank, rank 0 first, asked of the ranks now (for tests of faults and for tools);
+   * empty before the run's actors started.
+   */
+  public List<Long> trainerProcessIds() {
+    GrpoActors a = actors;
+    if (a == null) {
+      return List.of();
+    }
+    return a.trainers.stream().map(t -> t.call(dev.ravel.workers.actor.RavelRole::processId))
+        .map(dev.ravel.workers.actor.RavelRef::get).toList();
+  }
+
   /** Creates the actors, runs every step and returns the history. */
   public List<StepRecord> run() {
     if (resume != null) {
@@ -85,6 +108,7 @@ public final class GrpoRun {
         session.telemetry().openTelemetry().getMeter(StepMetricNames.INSTRUMENTATION_SCOPE),
         session.config().samplesPerStep());
     steps = new Steps(session.spans(), Span.current().getSpanContext(), listener, settings, log);
+    steps.phaseHook(phaseHook);
     // the run's start-up, a trace of its own until just before the first step (docs/design.md, "Span placement")
     StartupTrace startup = StartupTrace.open(session.spans(), session.takeStartup(), Span.current().getSpanContext());
     long serving;

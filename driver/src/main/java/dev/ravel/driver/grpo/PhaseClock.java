@@ -12,15 +12,30 @@ import java.util.function.Supplier;
  */
 final class PhaseClock {
   private final Spans spans;
+  private final PhaseHook hook;
+  /** The step's number, from 1. */
+  private final long step;
   private final Map<String, Double> seconds = new LinkedHashMap<>();
   private final long start = System.nanoTime();
 
+  /** A clock whose phases are not told to a hook (tests of the loops). */
   PhaseClock(Spans spans) {
-    this.spans = spans;
+    this(spans, PhaseHook.NONE, 0);
   }
 
-  /** Runs {@code body} as {@code phase}: in its span (an exception recorded there and rethrown), timed. */
+  /** A clock of step number {@code step} that tells {@code hook} before each phase begins. */
+  PhaseClock(Spans spans, PhaseHook hook, long step) {
+    this.spans = spans;
+    this.hook = hook;
+    this.step = step;
+  }
+
+  /**
+   * Runs {@code body} as {@code phase}: told to the hook first, then in its span (an exception recorded there
+   * and rethrown), timed.
+   */
   <T> T time(Phase phase, Supplier<T> body) {
+    hook.beforePhase(step, phase);
     long t0 = System.nanoTime();
     try {
       return spans.call(phase, s -> body.get());

@@ -27,6 +27,7 @@ final class Steps {
   private java.util.function.Supplier<List<dev.ravel.workers.engine.EngineStats>> engines;
   private final EngineWindow engineWindow = new EngineWindow();
   private boolean engineWarned;
+  private PhaseHook phaseHook = PhaseHook.NONE;
 
   /**
    * @param runContext the span current when the run started (a submitted job's {@code rl.job.run}), which
@@ -87,9 +88,14 @@ final class Steps {
     }
   }
 
-  /** A clock for one step's phases. */
-  PhaseClock clock() {
-    return new PhaseClock(spans);
+  /** Tells {@code hook} before each phase of every step from now on. */
+  void phaseHook(PhaseHook hook) {
+    this.phaseHook = hook;
+  }
+
+  /** A clock for the phases of the step at 0-based index {@code step}. */
+  PhaseClock clock(int step) {
+    return new PhaseClock(spans, phaseHook, number(step));
   }
 
   Spans spans() {

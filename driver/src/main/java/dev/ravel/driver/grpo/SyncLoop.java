@@ -66,7 +66,7 @@ final class SyncLoop {
   }
 
   private void step(int step) {
-    PhaseClock clock = steps.clock();
+    PhaseClock clock = steps.clock(step);
     long calls = 0;
     try (ScopedSpan s = steps.start(step, version)) {
       try {
@@ -74,9 +74,9 @@ final class SyncLoop {
             settings.promptsPerStep(), settings.groupSize(), settings.sampling(), settings.seed(), step));
         if (lastUpdate != null) { // the first step (of a run, or of a resumed run) serves what the workers have
           TrainOutcome update = lastUpdate;
-          calls += clock.time(Phase.REFIT, () -> actors.refit(update));
+          calls += clock.time(Phase.REFIT, () -> trainPhase.refit(step, () -> actors.refit(update)));
         } else if (actors.initialRefitPending()) { // servers that load the trainer's files: its initial weights
-          calls += clock.time(Phase.REFIT, actors::initialRefit);
+          calls += clock.time(Phase.REFIT, () -> trainPhase.refit(step, actors::initialRefit));
         }
         Evaluation eval = settings.data() == null ? null : settings.data().eval();
         dev.ravel.telemetry.runs.StepRecord.Eval scores = null;

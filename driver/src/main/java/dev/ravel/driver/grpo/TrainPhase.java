@@ -105,6 +105,35 @@ final class TrainPhase {
     }
   }
 
+  /**
+   * Runs step {@code step}'s refit {@code body} (it reads the trainer's weights); when it fails and a trainer rank's
+   * process is dead, fails with the same line as a death in training, naming the rank: a refit's error can take
+   * many forms (the trainer's own call, or a worker's fetch of weights whose owner died), a dead rank is the cause.
+   * Ranks are asked one by one within {@link #PROBE_TIMEOUT_MS}; when every rank answers, {@code body}'s own error
+   * is rethrown.
+   */
+  int refit(int step, java.util.function.IntSupplier body) {
+    try {
+      return body.getAsInt();
+    } catch (RuntimeException e) {
+      for (int r = 0; r < ranks.size(); r++) {
+        try {
+          ranks.get(r).call(dev.ravel.workers.actor.RavelRole::processId).get(PROBE_TIMEOUT_MS);
+        } catch (io.ray.api.exception.RayActorException dead) {
+          IllegalStateException died = died(step, r, dead);
+          died.addSuppressed(e);
+          throw died;
+        } catch (RuntimeException unanswered) {
+          e.addSuppressed(unanswered); // not known dead (e.g. its node is unreachable for now): the refit's own error
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** How long each trainer rank is given to answer after a failed refit. */
+  static final long PROBE_TIMEOUT_MS = 60_000;
+
   /** One line: the step, the rank when there are several, Ray's first line, and {@code --resume}. */
   private IllegalStateException died(int step, int rank, io.ray.api.exception.RayActorException e) {
     String m = String.valueOf(e.getMessage());

@@ -269,6 +269,107 @@ final class GrpoLoopsTest {
         .hasMessageNotContaining("\n");
   }
 
+  /** A trainer rank whose process is gone: every call to it fails as Ray fails a call to a dead actor. */
+  static final class DeadRank extends RavelActor implements PolicyTrainer {
+    private static io.ray.api.exception.RayActorException dead() {
+      return new io.ray.api.exception.RayActorException(1, "127.0.0.1", new IllegalStateException(
+          "The actor died because its node has died.\n\tclass_name: PolicyTrainer"));
+    }
+
+    @Override
+    public long processId() {
+      throw dead();
+    }
+
+    @Override
+    public dev.ravel.workers.trainer.LogProbSummary logprobs(List<Trajectory> batch) {
+      throw dead();
+    }
+
+    @Override
+    public dev.ravel.workers.trainer.TrainOutcome train(List<Trajectory> batch) {
+      throw dead();
+    }
+
+    @Override
+    public ModelWeights weights() {
+      throw dead();
+    }
+
+    @Override
+    public String publishFile(String dir) {
+      throw dead();
+    }
+
+    @Override
+    public String checkpoint(String dir) {
+      throw dead();
+    }
+
+    @Override
+    public String rendezvous() {
+      throw dead();
+    }
+
+    @Override
+    public int joinGroup(String address) {
+      throw dead();
+    }
+  }
+
+  @Test
+  void refit_failsWhileATrainerRankIsDead_isTheLineNamingTheStepAndTheRank() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors ok = actors(s, w);
+    RavelActorHandle<PolicyTrainer> dead = local(new DeadRank(), PolicyTrainer.class, 1);
+    TrainPhase phase = new TrainPhase(List.of(ok.trainer, dead), s, runDir, java.util.Map.of(), tokenizer.eos());
+    IllegalStateException fetch = new IllegalStateException("generation worker 0 could not fetch the weights");
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> phase.refit(2, () -> {
+      throw fetch;
+    }))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("step 3: the policy trainer's process died (rank 1 of 2: ")
+        .hasMessageEndingWith("); the run can go on from its last checkpoint with --resume")
+        .hasMessageNotContaining("\n")
+        .satisfies(e -> assertThat(e.getSuppressed()).containsExactly(fetch));
+  }
+
+  @Test
+  void refit_failsWithEveryTrainerRankAlive_isTheRefitsOwnError() {
+    GrpoSettings s = settings("sync");
+    ModelWeights w = initial(s);
+    GrpoActors ok = actors(s, w);
+    TrainPhase phase = new TrainPhase(List.of(ok.trainer), s, runDir, java.util.Map.of(), tokenizer.eos());
+    IllegalStateException fetch = new IllegalStateException("generation worker 0 could not fetch the weights");
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> phase.refit(0, () -> {
+      throw fetch;
+    })).isSameAs(fetch);
+    assertThat(phase.refit(0, () -> 3)).isEqualTo(3);
+  }
+
+  @Test
+  void syncSteps_phaseHook_isToldEachPhaseOfEachStepBeforeItsSpanOpens() {
+    GrpoSettings s = settings("sync", "grpo.steps=2");
+    ModelWeights w = initial(s);
+    GrpoActors actors = actors(s, w);
+    Steps steps = steps(s);
+    List<String> told = new ArrayList<>();
+    steps.phaseHook((step, phase) -> {
+      // the phase's span of this step has not opened yet (the hook may hold the step before it)
+      long open = exporter.getFinishedSpanItems().stream().filter(x -> x.getName().equals(phase.spanName())).count();
+      told.add(step + " " + phase.label() + " " + open);
+    });
+
+    new SyncLoop(s, actors, new TrainPhase(actors.trainer, s, runDir, java.util.Map.of()), steps,
+        ArithmeticTask.standard(), tokenizer, w).run();
+
+    assertThat(told).containsExactly("1 data 0", "1 gen 0", "1 reward 0", "1 logprobs 0", "1 adv 0", "1 train 0",
+        "2 data 1", "2 refit 0", "2 gen 1", "2 reward 1", "2 logprobs 1", "2 adv 1", "2 train 1", "2 ckpt 0");
+  }
+
   @Test
   void syncStep_theTrainerDies_theRunStopsWithOneLineNamingTheStepAndResume() {
     GrpoSettings s = settings("sync");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ravel.it.support.Procs;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -115,9 +116,10 @@ final class BadInputIT {
     assertThat(tagged()).as("processes the command started (a Ray head, say)").isEmpty();
   }
 
+  /** On the shared head: what the switch governs is the driver's and its actors' telemetry, not the head's. */
   @Test
   void otelTracesExporterNone_aRealRunWritesNoSpans() throws Exception {
-    Map<String, String> env = new HashMap<>(TestEnv.clean());
+    Map<String, String> env = new HashMap<>(SharedRayHead.env());
     env.put("OTEL_TRACES_EXPORTER", "none");
     Path runs = tmp.resolve("runs-none");
     RavelCommand.Result r = RavelCommand.run(env, 180, "run", config.toString(), "grpo.steps=1",

@@ -7,7 +7,9 @@ import dev.ravel.driver.jobs.JobInfo;
 import dev.ravel.driver.jobs.JobStatus;
 import dev.ravel.driver.jobs.JobsClient;
 import dev.ravel.driver.session.RayVersions;
+import dev.ravel.it.support.PhaseHold;
 import dev.ravel.it.support.Procs;
+import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
@@ -44,6 +46,8 @@ final class HeadLifetimeIT {
    * all; ten times that and more.
    */
   private static final long KILL_BOUND_S = 60;
+  /** The step before whose generation each driver is held and signalled (steps 1 to 3 done). */
+  private static final long HELD_STEP = 4;
   /** After SIGTERM or SIGINT: the step in progress ends and the spans are flushed before the head stops. */
   private static final long TERM_BOUND_S = 120;
   /**
@@ -88,17 +92,21 @@ final class HeadLifetimeIT {
   private record Stopped(String example, String[] overrides, Path runsDir, Path runDir, int steps) {}
 
   /**
-   * Starts {@code example} with a head of the driver's own, sends SIG{@code signal} to the driver once it printed
-   * step 3, and asserts that no process of that head remains, and what the driver left: after SIGTERM or SIGINT the
+   * Starts {@code example} with a head of the driver's own, sends SIG{@code signal} to the driver while it is held
+   * before step 4's generation ({@link PhaseHold}; then lets the step go on), and asserts that no process of that head remains, and what the driver left: after SIGTERM or SIGINT the
    * step in progress ended, the completed steps' spans were flushed, run.json says {@code interrupted}, the driver
    * printed how to go on and ended as the signal's process does; after SIGKILL, no run.json.
    */
   private Stopped signalled(String signal, String example, Path runsDir, String... overrides) throws Exception {
-    Running run = start(TestEnv.clean(), example, runsDir, overrides);
+    // signalled while the driver is held before step 4's generation, steps 1-3 done: the signal lands there
+    PhaseHold hold = PhaseHold.arm(tmp.resolve("gates-" + signal), HELD_STEP, Phase.GENERATION);
+    Running run = start(env(TestEnv.clean(), hold), example, runsDir, overrides);
     long headPid = -1;
     String headStart = "";
     try {
-      Matcher m = run.await(HEAD, "step   3/");
+      hold.awaitHeld(run.process(), run.out(), 240);
+      Matcher m = HEAD.matcher(Files.readString(run.out()));
+      assertThat(m.find()).as("the driver's head line").isTrue();
       headPid = Long.parseLong(m.group(2));
       headStart = Procs.startTime(headPid).orElseThrow(() -> new AssertionError("the head's ray start is gone"));
       List<Long> pids = new ArrayList<>(Procs.group(headPid));
@@ -111,6 +119,7 @@ final class HeadLifetimeIT {
       assertThat(headProcesses).as("the head's processes").hasSizeGreaterThan(3);
 
       signal(run, signal);
+      hold.release(); // SIGTERM and SIGINT: the held step goes on and ends; nothing is left to release after SIGKILL
       // SIGTERM and SIGINT: the step in progress ends, spans are flushed and the head is stopped first
       long bound = signal.equals("KILL") ? KILL_BOUND_S : TERM_BOUND_S;
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(bound);
@@ -137,7 +146,7 @@ final class HeadLifetimeIT {
           .readTree(runJson.toFile());
       assertThat(summary.get("status").asText()).isEqualTo("interrupted");
       int steps = summary.get("steps").asInt();
-      assertThat(steps).isGreaterThanOrEqualTo(3);
+      assertThat(steps).as("the step in progress when signalled ended").isGreaterThanOrEqualTo((int) HELD_STEP);
       assertThat(Files.readAllLines(runDirs.get(0).resolve("steps.jsonl"))).hasSize(steps);
       // the completed steps' spans were flushed: every step in run.json has its root span in the driver's file
       dev.ravel.telemetry.traces.RunTraces traces = dev.ravel.telemetry.traces.RunTraces.readDir(runDirs.get(0));
@@ -185,9 +194,11 @@ final class HeadLifetimeIT {
     assertThat(own).hasSizeGreaterThan(3);
     JobsClient jobs = JobsClient.of(env.get(RayVersions.DASHBOARD_ENV));
     Set<String> earlier = jobs.list().stream().map(JobInfo::id).collect(Collectors.toSet());
-    Running run = start(env, "examples/grpo-sync.yaml", tmp.resolve("runs"), SYNC);
+    PhaseHold hold = PhaseHold.arm(tmp.resolve("gates-own-head"), HELD_STEP, Phase.GENERATION);
+    Running run = start(env(env, hold), "examples/grpo-sync.yaml", tmp.resolve("runs"), SYNC);
     try {
-      run.await(Pattern.compile("Ray at " + Pattern.quote(address)), "step   3/");
+      hold.awaitHeld(run.process(), run.out(), 240);
+      assertThat(Files.readString(run.out())).contains("Ray at " + address);
       assertThat(driverJobs(jobs, earlier)).as("the driver's job, as the head lists it while the driver runs")
           .hasSize(1).allSatisfy(j -> assertThat(j.status()).isEqualTo(JobStatus.RUNNING));
 
@@ -237,16 +248,19 @@ final class HeadLifetimeIT {
 
   /** A started driver, with its start time (read while it runs), so that a signal can only reach it. */
   private record Running(Process process, Path out, String startTime) {
-    Matcher await(Pattern pattern, String after) throws Exception {
-      return RavelCommand.awaitOutput(out, process, pattern, after, 240);
-    }
-
     void stop() throws InterruptedException {
       if (process.isAlive()) {
         process.destroyForcibly();
         process.waitFor(30, TimeUnit.SECONDS);
       }
     }
+  }
+
+  /** {@code env} with {@code hold}'s variable: the driver holds where the test chose. */
+  private static Map<String, String> env(Map<String, String> env, PhaseHold hold) {
+    Map<String, String> out = new HashMap<>(env);
+    out.putAll(hold.env());
+    return out;
   }
 
   private Running start(Map<String, String> env, String example, Path runsDir, String... extra) throws IOException {

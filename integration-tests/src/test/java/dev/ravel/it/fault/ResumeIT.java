@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ravel.it.support.PhaseHold;
 import dev.ravel.it.support.Procs;
+import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
@@ -20,7 +22,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A sync run whose driver is killed with SIGKILL after step 6 of 10, resumed with {@code --resume}, ends with
+ * A sync run whose driver is killed with SIGKILL in step 7 of 10 (held before its generation, so the kill lands
+ * there), resumed with {@code --resume}, ends with
  * weights bit-identical to an uninterrupted 10-step run's: both through {@code bin/ravel}, each on its own
  * local head.
  */
@@ -46,8 +49,8 @@ final class ResumeIT {
     String expected = full.get("final_weights_sha256").asText();
     assertThat(expected).hasSize(64);
 
-    // the same run, killed after its 6th step
-    killAfter(runArgs("killed"), "step   6/");
+    // the same run, killed in its 7th step's generation (held there, so the kill lands in that phase)
+    killAt(runArgs("killed"), 7, Phase.GENERATION);
     Path runDir = tmp.resolve("runs").resolve("killed");
     assertThat(Files.exists(runDir.resolve("run.json"))).as("a SIGKILLed driver writes no run.json").isFalse();
 
@@ -59,8 +62,7 @@ final class ResumeIT {
     Matcher after = Pattern.compile("resumed after step (\\d+)").matcher(resumed.stdout());
     assertThat(after.find()).as(resumed.stdout()).isTrue();
     int from = Integer.parseInt(after.group(1));
-    assertThat(from).as("the newest checkpoint: every 2 steps, the 6th complete before its progress line")
-        .isIn(6, 8);
+    assertThat(from).as("the newest checkpoint: every 2 steps, the 6th complete before step 7 began").isEqualTo(6);
 
     JsonNode run = runJson("killed");
     assertThat(run.get("status").asText()).isEqualTo("succeeded");
@@ -89,7 +91,7 @@ final class ResumeIT {
   }
 
   /**
-   * The same for Ravel's Python workers on the CPU: a sync run whose driver is SIGKILLed after step 4 of 8 and is
+   * The same for Ravel's Python workers on the CPU: a sync run whose driver is SIGKILLed in step 5 of 8 and is
    * then resumed ends with the weights (their digest, {@code policy.weights_sha256}) and the per-step rewards of the
    * uninterrupted run, the resumed trainer going on from its checkpoint's AdamW state and schedule position
    * ({@code trainer.lr_scheduler=cosine}) and the resumed workers from its weights.
@@ -107,7 +109,7 @@ final class ResumeIT {
     String expected = runJson("py-straight").get("final_weights_sha256").asText();
     assertThat(expected).hasSize(64);
 
-    killAfter(args.apply("py-killed"), "step   4/");
+    killAt(args.apply("py-killed"), 5, Phase.GENERATION);
     List<String> resumeArgs = new ArrayList<>(args.apply("py-killed"));
     resumeArgs.remove("telemetry.run_id=py-killed");
     resumeArgs.addAll(List.of("--resume", "py-killed"));
@@ -115,7 +117,7 @@ final class ResumeIT {
     assertThat(resumed.exitCode()).as(resumed.stdout() + resumed.stderr()).isZero();
     Matcher after = Pattern.compile("resumed after step (\\d+)").matcher(resumed.stdout());
     assertThat(after.find()).as(resumed.stdout()).isTrue();
-    assertThat(Integer.parseInt(after.group(1))).as("the newest checkpoint").isIn(4, 6);
+    assertThat(Integer.parseInt(after.group(1))).as("the newest checkpoint").isEqualTo(4);
 
     JsonNode run = runJson("py-killed");
     assertThat(run.get("status").asText()).isEqualTo("succeeded");
@@ -137,18 +139,25 @@ final class ResumeIT {
         .containsExactlyElementsOf(Files.readAllLines(tmp.resolve("runs").resolve("py-straight").resolve("samples.jsonl")));
   }
 
-  /** Starts {@code bin/ravel} with {@code args} on its own head and SIGKILLs the driver once {@code line} shows. */
-  private void killAfter(List<String> args, String line) throws Exception {
+  /**
+   * Starts {@code bin/ravel} with {@code args} on its own head and SIGKILLs the driver while it is held just before
+   * step {@code step}'s {@code phase} (a {@link PhaseHold}): the kill lands there however fast the machine is.
+   */
+  private void killAt(List<String> args, long step, Phase phase) throws Exception {
+    PhaseHold hold = PhaseHold.arm(tmp.resolve("gates-" + step), step, phase);
     Path out = Files.createTempFile(tmp, "driver", ".out");
     List<String> cmd = new ArrayList<>(List.of(home().resolve("bin/ravel").toString()));
     cmd.addAll(args);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
     pb.environment().clear();
     pb.environment().putAll(TestEnv.clean());
+    pb.environment().putAll(hold.env());
     Process driver = pb.start();
     long headPid = -1;
     try {
-      Matcher m = RavelCommand.awaitOutput(out, driver, HEAD, line, 300);
+      hold.awaitHeld(driver, out, 300);
+      Matcher m = HEAD.matcher(Files.readString(out));
+      assertThat(m.find()).as("the driver's head line").isTrue();
       headPid = Long.parseLong(m.group(2));
       List<Long> head = new ArrayList<>(Procs.group(headPid));
       // SIGKILL through the JDK's handle of its own child: it signals only while that child is unreaped, so the

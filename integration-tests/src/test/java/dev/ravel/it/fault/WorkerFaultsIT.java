@@ -10,6 +10,7 @@ import dev.ravel.telemetry.runs.StepRecord;
 import dev.ravel.driver.session.DriverSession;
 import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
+import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.telemetry.spans.RavelAttributes;
 import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
@@ -17,26 +18,19 @@ import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
 import dev.ravel.workers.buffer.BufferStats;
 import dev.ravel.workers.collector.CollectorStats;
-import dev.ravel.workers.fault.Failover;
 import dev.ravel.workers.fault.FaultStats;
-import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A generation worker's process killed with SIGKILL, by its PID, while it generates, on a real Ray head: Ray
+ * A generation worker's process killed with SIGKILL, by its PID, in step 3 (sync: as its generation is about to
+ * begin; async: as the driver waits on the buffer, the collector generating), through the run's phase hook, on a
+ * real Ray head: Ray
  * restarts it, the driver (sync) or the collector (async) gives it the current weights and issues the lost
  * call again with the same requests, and the run completes with every step's full batch. In the sync run the
  * reward environment's process is killed too, between two steps, and the next step's score call is issued
@@ -47,24 +41,12 @@ final class WorkerFaultsIT {
   private static final int PROMPTS = 16;
   private static final int GROUP = 8;
   private static final int WORKERS = 2;
-  /**
-   * The step after which the kill is armed (1-based): it lands in a later step's generation (the next one's,
-   * unless the killer was kept off the CPU for all of it).
-   */
+  /** The step after which the kill is armed (1-based), the worker's process identity taken then. */
   private static final int ARMED_AFTER = 2;
+  /** The step worker 1 dies in (sync: killed as its generation is about to begin; async: as it waits on the buffer). */
+  private static final long KILLED_IN = ARMED_AFTER + 1;
   /** The step after which the reward environment is killed (sync). */
   private static final int REWARD_KILLED_AFTER = 4;
-  /** The killer samples the worker's engine thread this often (its CPU time is counted in 10 ms ticks). */
-  private static final long POLL_MS = 10;
-  /** Samples the killer looks back over (about 60 ms). */
-  private static final int WINDOW = 6;
-  /** The engine thread's name prefix ({@code EngineLoop}: "ravel-engine-<model>-<n>", 15 chars in /proc). */
-  private static final String ENGINE_THREAD = "ravel-engine";
-  /** The frame of the sync loop's generate calls on the driver's thread ({@code SyncLoop} is package-private). */
-  /** Where the sync loop's generate calls are read (GrpoActors.generate deals whole groups to the workers). */
-  private static final String SYNC_LOOP = "dev.ravel.driver.grpo.GrpoActors";
-  /** A bound on the killer's wait, far past a whole run; normally it ends with the run or its kill. */
-  private static final long KILLER_BOUND_MINUTES = 30;
 
   @TempDir
   Path runs;
@@ -73,8 +55,6 @@ final class WorkerFaultsIT {
       ProcessIdentity target, long rewardKilledPid, RunTraces traces, CollectorStats collector, BufferStats buffer,
       RunConfig config) {}
 
-  /** One look at the engine thread(s): their CPU ticks so far, and whether one is running (state R). */
-  private record Sample(long ticks, boolean running) {}
 
   private Finished runKillingWorker1(String runId, String mode) throws Exception {
     RunConfig config = RunConfig.load(null, List.of("run.mode=" + mode, "grpo.steps=" + STEPS,
@@ -87,9 +67,7 @@ final class WorkerFaultsIT {
     AtomicLong killed = new AtomicLong(-1);
     AtomicReference<String> killerNote = new AtomicReference<>("the killer was not armed");
     AtomicReference<ProcessIdentity> target = new AtomicReference<>();
-    AtomicBoolean runEnded = new AtomicBoolean();
     AtomicLong rewardKilled = new AtomicLong(-1);
-    List<Thread> killers = new ArrayList<>();
     StepListener listener = (m, total) -> {
       if (m.step() == ARMED_AFTER) {
         long pid = run.get().faults().processes().get("generation_worker/1").get(0);
@@ -97,23 +75,7 @@ final class WorkerFaultsIT {
         // so the SIGKILL can never reach a later holder of the PID
         ProcessIdentity worker = ProcessIdentity.of(pid).orElse(null);
         target.set(worker);
-        // sync: the kill must land inside a generate call, as the exact counts asserted below depend on it;
-        // the listener runs on the driver's thread, which the killer watches for the step's generate calls.
-        // async: the collector issues the generate calls, so only the engine's activity tells (a kill that
-        // finds the collector paused for a refit is allowed for by that test's assertions)
-        Thread driver = Thread.currentThread();
-        BooleanSupplier gate = mode.equals("sync") ? () -> waitingOnGenerateCalls(driver) : null;
-        int minTicks = mode.equals("sync") ? 1 : 2;
-        System.out.println("fault: killing pid " + pid + " in a later generation; step " + m.step() + " phases "
-            + m.phases());
         killerNote.set("worker pid " + pid + " had ended before the killer was armed");
-        if (worker != null) {
-          Thread t = new Thread(() -> killWhileGenerating(worker, minTicks, gate, runEnded::get, killed, killerNote),
-              "killer");
-          t.setDaemon(true);
-          t.start();
-          killers.add(t);
-        }
       }
       if (m.step() == REWARD_KILLED_AFTER && mode.equals("sync")) {
         // the reward environment, between steps: the next step's score call finds it dead
@@ -124,137 +86,38 @@ final class WorkerFaultsIT {
     };
     List<StepRecord> steps;
     try {
-      run.set(new GrpoRun(session, config, listener));
+      // worker 1 killed as step KILLED_IN's phase begins (sync: its generation; async: its wait on the buffer, while
+      // the collector generates on), and its exit waited on: that step's generate call to it (sync) or the
+      // collector's call in flight or next (async) finds it dead, however fast the machine is
+      Phase at = mode.equals("sync") ? Phase.GENERATION : Phase.BUFFER_STARVATION;
+      run.set(new GrpoRun(session, config, listener).phaseHook((step, phase) -> {
+        if (step == KILLED_IN && phase == at && target.get() != null && killed.get() < 0) {
+          ProcessIdentity worker = target.get();
+          if (worker.kill()) {
+            killed.set(worker.pid());
+            killerNote.set("worker pid " + worker.pid() + " killed as step " + step + "'s " + phase.label()
+                + " began");
+            ProcessHandle.of(worker.pid()).ifPresent(h -> h.onExit().join());
+          }
+        }
+      }));
       steps = run.get().run();
     } finally {
-      runEnded.set(true); // a killer still waiting for a generation gives up (within one poll)
       session.close();
-    }
-    for (Thread t : killers) {
-      t.join(60_000); // it ends within a poll of the run's end; the bound only keeps a hang from hiding
     }
     GrpoRun r = run.get();
     return new Finished(steps, r.faults(), killed.get(), killerNote.get(), target.get(), rewardKilled.get(),
         RunTraces.readDir(config.telemetry().runDir()), r.collectorStats(), r.bufferStats(), config);
   }
 
-  /**
-   * Kills {@code worker} with SIGKILL (through its handle: that process only) at a moment it is certainly
-   * inside a generate call: its engine's scheduler thread ({@link #ENGINE_THREAD}, which runs only while
-   * requests are being generated, or for an instant to switch weights) is running (state R) at the last
-   * sample, and used at least {@code minTicks} ticks of CPU over the last {@link #WINDOW} samples (telling a
-   * generation from a weight switch), all taken while {@code gate} (when given) held. Nothing here is a delay
-   * or a CPU share: a loaded machine only makes the kill come later in the generation; a generation missed
-   * entirely (the killer kept off the CPU until it ended) closes the gate, and the next step's generation is
-   * waited for instead. {@code note} says what happened, for when no kill did.
-   */
-  private static void killWhileGenerating(ProcessIdentity worker, int minTicks, BooleanSupplier gate,
-      BooleanSupplier runEnded, AtomicLong killed, AtomicReference<String> note) {
-    long pid = worker.pid();
-    note.set("the killer of worker pid " + pid + " is waiting for a generation");
-    try {
-      List<Path> engine = engineThreads(pid);
-      if (engine.isEmpty()) {
-        note.set("worker pid " + pid + " has no " + ENGINE_THREAD + "* thread in /proc/" + pid + "/task");
-        return;
-      }
-      ArrayDeque<Sample> window = new ArrayDeque<>();
-      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(KILLER_BOUND_MINUTES);
-      while (!runEnded.getAsBoolean() && System.nanoTime() < deadline) {
-        if (!worker.isAlive()) {
-          note.set("worker pid " + pid + " ended before the killer saw it generate");
-          return;
-        }
-        if (gate != null && !gate.getAsBoolean()) {
-          window.clear(); // only samples taken inside the step's generation count
-        } else {
-          Sample now = sample(engine);
-          window.addLast(now);
-          if (window.size() > WINDOW) {
-            window.removeFirst();
-          }
-          if (now.running() && now.ticks() - window.getFirst().ticks() >= minTicks
-              && (gate == null || gate.getAsBoolean())) {
-            if (worker.kill()) {
-              killed.set(pid);
-              note.set("worker pid " + pid + " killed while generating");
-            } else {
-              note.set("SIGKILL to worker pid " + pid + " could not be sent");
-            }
-            return;
-          }
-        }
-        Thread.sleep(POLL_MS);
-      }
-      note.set("worker pid " + pid + " was not seen generating before the run ended");
-    } catch (IOException | RuntimeException e) {
-      note.set("reading worker pid " + pid + "'s engine thread failed (did it end?): " + e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      note.set("the killer of worker pid " + pid + " was interrupted");
-    }
-  }
-
-  /**
-   * Whether {@code driver} (the thread running the sync loop) waits on the step's generate calls: inside
-   * {@code GrpoActors.generate} (the sync loop's; no evaluation runs here), reading a call's result
-   * ({@code Failover.Pending.get}), which happens only once every worker's call was issued, and after the step's refit ended (the refit and the score call wait in
-   * {@code Pending.get} too, but not under {@code generate}).
-   */
-  private static boolean waitingOnGenerateCalls(Thread driver) {
-    boolean readingResult = false;
-    for (StackTraceElement f : driver.getStackTrace()) { // innermost frame first
-      if (f.getClassName().equals(Failover.Pending.class.getName()) && f.getMethodName().equals("get")) {
-        readingResult = true;
-      } else if (readingResult && f.getClassName().equals(SYNC_LOOP) && f.getMethodName().equals("generate")) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** The {@code stat} files of {@code pid}'s threads named {@link #ENGINE_THREAD}... (one per engine). */
-  private static List<Path> engineThreads(long pid) throws IOException {
-    List<Path> out = new ArrayList<>();
-    try (Stream<Path> tasks = Files.list(Path.of("/proc", String.valueOf(pid), "task"))) {
-      for (Path task : tasks.toList()) {
-        try {
-          if (Files.readString(task.resolve("comm")).strip().startsWith(ENGINE_THREAD)) {
-            out.add(task.resolve("stat"));
-          }
-        } catch (NoSuchFileException e) {
-          // a thread that ended meanwhile
-        }
-      }
-    }
-    return out;
-  }
-
-  /**
-   * utime + stime of the threads whose {@code /proc/<pid>/task/<tid>/stat} files are {@code stats}, and
-   * whether one of them is running or runnable (state R) now.
-   */
-  private static Sample sample(List<Path> stats) throws IOException {
-    long ticks = 0;
-    boolean running = false;
-    for (Path stat : stats) {
-      String line = Files.readString(stat);
-      String[] f = line.substring(line.lastIndexOf(')') + 2).split(" ");
-      running |= f[0].equals("R");
-      ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    }
-    return new Sample(ticks, running);
-  }
-
   @Test
   void sync_workerKilledWhileGenerating_isRestartedWithTheWeightsAndItsRequestsAreIssuedAgainOnce() throws Exception {
     Finished f = runKillingWorker1("it-fault-sync", "sync");
 
-    // The kill landed inside a generate call, by construction rather than timing: the killer sent it only
-    // while the driver waited on the step's generate calls (so that step's refit had ended and worker 1's
-    // call was issued) and worker 1's engine was computing (it does so only for a generate call, which
-    // returns when all its requests are done). So the counts below are exact: the one generate call and the
-    // one score call failed, each was issued again once, and the generate call's whole share went again.
+    // The kill landed in step 3's generation, by construction rather than timing: the run's phase hook killed worker
+    // 1 as that phase was about to begin (after the step's refit) and waited for its exit. So the counts below are
+    // exact: the one generate call and the one score call failed, each was issued again once, and the generate
+    // call's whole share went again.
     assertThat(f.killedPid()).as(f.killerNote()).isPositive();
     // gone, by its handle (PID and start time): its PID may since have been given to another process
     assertThat(f.target().isAlive()).as("the killed worker process").isFalse();
@@ -296,7 +159,7 @@ final class WorkerFaultsIT {
     SpanRecord step = f.traces().named("rl.grpo.step").stream().filter(s -> s.traceId().equals(fail.traceId()))
         .findFirst().orElseThrow();
     assertThat(step.isError()).isFalse(); // the step recovered
-    assertThat((Long) step.attribute(RavelAttributes.STEP)).isGreaterThan((long) ARMED_AFTER);
+    assertThat((Long) step.attribute(RavelAttributes.STEP)).isEqualTo(KILLED_IN);
     // the new process was given the step's weights before it served (the loop checks every result's version)
     // and served the later steps' generate calls too
     long newPid = faults.processes().get("generation_worker/1").get(1);

@@ -131,26 +131,6 @@ final class OpenAiFaultsIT {
   }
 
   @Test
-  void run_sync_sendsEachGroupAsOneRequestWithNChoicesAndLoadsItsOwnWeights() throws Exception {
-    Map<String, Double> before = metrics(url);
-
-    List<StepRecord> steps = new GrpoRun(session, config("it-faults-groups", url, "grpo.steps=3"), StepListener.NONE)
-        .run();
-
-    // 3 steps x 4 groups, dealt whole to the 2 workers: the server received 12 requests, each with n = 4
-    assertThat(steps).hasSize(3).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(16));
-    Map<String, Double> after = metrics(url);
-    String count = "vllm:request_params_n_count{model_name=\"ravel-tiny\"}";
-    String sum = "vllm:request_params_n_sum{model_name=\"ravel-tiny\"}";
-    assertThat(after.get(count) - before.getOrDefault(count, 0.0)).isEqualTo(12.0);
-    assertThat(after.get(sum) - before.getOrDefault(sum, 0.0)).isEqualTo(48.0);
-    // the native refit: the server serves the last version the run loaded, under vLLM's label
-    String info = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "/weight_info")).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
-    assertThat(info).isEqualTo("{\"weight_version\":\"2\"}");
-  }
-
-  @Test
   void run_engineSampleRatio_aParentBasedServerTracesExactlyTheGroupsTheClientSampled() throws Exception {
     Process parentBased = serve("it-faults-parent-server", "--trace-sampler", "parentbased", "--telemetry",
         "engine_tracing=true", "--telemetry", "exporter=file");
@@ -235,14 +215,28 @@ final class OpenAiFaultsIT {
     assertThat(r.stdout()).doesNotContain("ravel: run ");
   }
 
+  /**
+   * A sync run against a server of its own, killed after step 2: until then the server received each group as
+   * one request with n choices and served the run's own weights (the native refit); then the step fails naming
+   * the dead server.
+   */
   @Test
-  void run_serverKilledMidRun_failsNamingTheServer() throws Exception {
+  void run_serverKilledMidRun_sendsEachGroupAsOneRequestWithNChoicesThenFailsNamingTheServer() throws Exception {
     Process victim = serve();
     String victimUrl = lastUrl;
     try {
       RunConfig c = config("it-faults-killed", victimUrl, "grpo.steps=6");
-      StepListener killAfterStep1 = (metrics, total) -> {
+      Map<String, Double> metricsAfterStep2 = new java.util.concurrent.ConcurrentHashMap<>();
+      java.util.concurrent.atomic.AtomicReference<String> weightsAfterStep2 = new java.util.concurrent.atomic.AtomicReference<>();
+      StepListener killAfterStep2 = (metrics, total) -> {
         if (metrics.step() == 2) { // steps are numbered from 1: after the second
+          try { // what the server says it received and serves, read before it is killed (asserted below)
+            metricsAfterStep2.putAll(metrics(victimUrl));
+            weightsAfterStep2.set(HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create(victimUrl + "/weight_info")).build(), HttpResponse.BodyHandlers.ofString()).body());
+          } catch (Exception e) {
+            weightsAfterStep2.set("not read: " + e);
+          }
           victim.destroyForcibly();
           try {
             // dead before the next step starts, whatever the load: that step must find no server
@@ -252,12 +246,18 @@ final class OpenAiFaultsIT {
           }
         }
       };
-      GrpoRun run = new GrpoRun(session, c, killAfterStep1);
+      GrpoRun run = new GrpoRun(session, c, killAfterStep2);
 
       // the step fails naming the dead server's URL and a connection-level failure (not, say, a bad answer)
       assertThatThrownBy(run::run).satisfies(e -> assertThat(messages(e)).contains(victimUrl)
           .containsPattern(DEAD_SERVER));
-      assertThat(run.history()).hasSize(2);
+      assertThat(run.history()).hasSize(2).allSatisfy(m -> assertThat(m.trajectories()).isEqualTo(16));
+      // 2 steps x 4 groups, dealt whole to the 2 workers: the server received 8 requests, each with n = 4
+      assertThat(metricsAfterStep2.get("vllm:request_params_n_count{model_name=\"ravel-tiny\"}")).isEqualTo(8.0);
+      assertThat(metricsAfterStep2.get("vllm:request_params_n_sum{model_name=\"ravel-tiny\"}")).isEqualTo(32.0);
+      // the native refit: the server serves the last version the run loaded (step 2 loads version 1), under
+      // vLLM's label
+      assertThat(weightsAfterStep2.get()).isEqualTo("{\"weight_version\":\"1\"}");
     } finally {
       victim.destroyForcibly();
     }

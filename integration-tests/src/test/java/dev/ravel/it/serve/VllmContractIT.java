@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -31,14 +32,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Ravel's openai backend against {@code ravel serve} over vLLM's native weight-update protocol, checked with vLLM's
- * own code (vLLM 0.33.0 from PyPI, CPU-only, in the virtualenv of {@code scripts/setup-vllm.sh}, given as system
- * property {@code ravel.vllm.venv}). Three GRPO runs record every HTTP exchange: two sync runs in a row on one
- * {@code ravel serve} the test started (two workers sharing it), and an async run with in-flight updates on servers
- * its workers launch. Then {@code integration-tests/src/test/python/test_vllm_contract.py} replays every request
- * through vLLM's app and renders every answer through vLLM's code, and the logs are read here for what Ravel
- * promises: groups as one request of n = G, the routes in vLLM's order, each run served its own weights, and
- * tokens labelled with the version that sampled them.
+ * Ravel's openai backend against {@code ravel serve} over vLLM's native weight-update protocol, checked with vLLM's own
+ * code (vLLM 0.33.0 from PyPI, CPU-only, in the virtualenv of {@code scripts/setup-vllm.sh}, given as system property
+ * {@code ravel.vllm.venv}). Three GRPO runs record every HTTP exchange: two sync runs in a row on one {@code ravel
+ * serve} the test started (two workers sharing it), and an async run with in-flight updates on servers its workers
+ * launch. Then {@code integration-tests/src/test/python/test_vllm_contract.py} (started before the runs, so that its
+ * imports of vLLM run meanwhile) replays every request through vLLM's app and renders every answer through vLLM's code,
+ * and the logs are read here for what Ravel promises: groups as one request of n = G, the routes in vLLM's order, each
+ * run served its own weights, and tokens labelled with the version that sampled them.
  */
 final class VllmContractIT {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -70,6 +71,22 @@ final class VllmContractIT {
         .redirectOutput(out.toFile()).redirectError(dir.resolve("serve-err.txt").toFile());
     pb.environment().clear();
     pb.environment().putAll(env);
+    // the check starts first and imports vLLM while the runs write the logs, then reads them from `listed`
+    Path listed = dir.resolve("exchange-logs.txt");
+    Process pytest = startPytest(python, home, listed);
+    try {
+      runAll(pb, out, runs, listed);
+      finishPytest(pytest);
+    } finally {
+      if (pytest.isAlive()) {
+        pytest.destroyForcibly(); // our own child, not yet reaped
+        pytest.waitFor(20, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  /** The three runs; then the logs they wrote, named in {@code listed} (written whole, at once). */
+  private static void runAll(ProcessBuilder pb, Path out, Path runs, Path listed) throws Exception {
     server = pb.start();
     List<Path> logs = new ArrayList<>();
     try {
@@ -104,7 +121,9 @@ final class VllmContractIT {
       inflight.addAll(read(p));
     }
     logs.addAll(launched);
-    runPytest(python, home, logs);
+    Path part = Files.writeString(dir.resolve(listed.getFileName() + ".part"),
+        logs.stream().map(Path::toString).collect(Collectors.joining(":")));
+    Files.move(part, listed, StandardCopyOption.ATOMIC_MOVE);
   }
 
   private static String[] sync(String url, int seed) {
@@ -148,7 +167,11 @@ final class VllmContractIT {
     return out;
   }
 
-  static void runPytest(Path python, Path home, List<Path> logs) throws IOException, InterruptedException {
+  /**
+   * Starts the check, which waits (at most 900 s) for {@code listed} to name the logs ({@code RAVEL_EXCHANGES_FROM}):
+   * its imports of vLLM run meanwhile.
+   */
+  static Process startPytest(Path python, Path home, Path listed) throws IOException {
     Path out = dir.resolve("pytest-out.txt");
     Path test = home.resolve("integration-tests/src/test/python/test_vllm_contract.py");
     ProcessBuilder pb = new ProcessBuilder(python.toString(), "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
@@ -156,10 +179,15 @@ final class VllmContractIT {
     Map<String, String> env = pb.environment();
     env.clear();
     env.putAll(TestEnv.clean());
-    env.put("RAVEL_EXCHANGES", logs.stream().map(Path::toString).collect(Collectors.joining(":")));
+    env.put("RAVEL_EXCHANGES_FROM", listed.toString());
     env.put("VLLM_TARGET_DEVICE", "cpu");
     env.put("PYTHONDONTWRITEBYTECODE", "1");
-    Process p = pb.start();
+    return pb.start();
+  }
+
+  /** Waits for the check (at most 480 s once the logs are named) and keeps its exit code and output. */
+  static void finishPytest(Process p) throws IOException, InterruptedException {
+    Path out = dir.resolve("pytest-out.txt");
     if (!p.waitFor(480, TimeUnit.SECONDS)) {
       p.destroyForcibly();
       p.waitFor(20, TimeUnit.SECONDS);

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.ravel.it.support.JaegerServer;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.it.support.SharedRayHead;
-import dev.ravel.it.support.TestEnv;
 import dev.ravel.telemetry.traces.JaegerSource;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
@@ -32,6 +31,12 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Two real runs exported to a real Jaeger v2, one over OTLP gRPC and one over OTLP http/protobuf, read back
  * by run id: Jaeger holds exactly the spans the JSONL files hold, run by run.
+ *
+ * <p>The class's time is its set-up: Jaeger starts in well under a second, and each run costs a driver's start and
+ * its actors' (worker JVMs) start-up, its two steps taking about a second. The runs send no OTLP metrics
+ * ({@code OTEL_METRICS_EXPORTER=none}): Jaeger takes traces only, and with the traces-only variables of the
+ * http/protobuf run the metrics would go to the default endpoint (127.0.0.1:4317), where nothing of this class
+ * listens, each process then retrying until its shutdown timeout (5 s) at the end of the run.
  */
 final class JaegerRoundTripIT {
   /** How long Jaeger may take to hold every span of a run that ended (it takes seconds). */
@@ -50,10 +55,12 @@ final class JaegerRoundTripIT {
     Map<String, String> grpc = new HashMap<>(SharedRayHead.env());
     grpc.put("OTEL_EXPORTER_OTLP_ENDPOINT", jaeger.otlpGrpcEndpoint());
     grpc.put("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
+    grpc.put("OTEL_METRICS_EXPORTER", "none");
     grpcRun = RavelCommand.run(grpc, 300, args("it-jaeger-grpc"));
     Map<String, String> http = new HashMap<>(SharedRayHead.env());
     http.put("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", jaeger.otlpHttpEndpoint() + "/v1/traces");
     http.put("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
+    http.put("OTEL_METRICS_EXPORTER", "none");
     httpRun = RavelCommand.run(http, 300, args("it-jaeger-http"));
   }
 

@@ -2,9 +2,10 @@ package dev.ravel.it.trace;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ravel.it.support.GrpoRuns;
 import dev.ravel.it.support.RavelCommand;
+import dev.ravel.it.support.SharedRayHead;
 import dev.ravel.it.support.TestEnv;
+import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -31,20 +32,41 @@ import org.openqa.selenium.logging.LogType;
 
 /**
  * {@code ravel runs} and {@code ravel trace} on a real run, as a user runs them: the step table, a step's
- * terminal waterfall, the HTML waterfall in a real headless Chromium, and the bad-input cases.
+ * terminal waterfall, the HTML waterfall in a real headless Chromium, and the bad-input cases. One run made by
+ * {@code bin/ravel run} serves every test; {@code ravel diff} compares it with a second run that differs from it
+ * in one key. One Chromium serves every test that reads a page.
  */
 final class TraceCommandIT {
+  static final String RUN_ID = "it-trace-cli";
+
   @TempDir
   static Path dir;
   static Path runs;
-  static GrpoRuns.Finished run;
+  /** The spans of run {@link #RUN_ID}, read from its files. */
+  static RunTraces traces;
+  private static ChromeDriver sharedBrowser;
 
   @BeforeAll
-  static void aRun() {
+  static void aRun() throws Exception {
     runs = dir.resolve("runs");
-    run = GrpoRuns.run(runs, "it-trace-cli", "run.mode=sync", "grpo.steps=3", "grpo.prompts_per_step=3",
-        "grpo.group_size=3", "generation.workers=2", "telemetry.engine_tracing=true",
-        "telemetry.engine_sample_ratio=1.0");
+    RavelCommand.Result made = RavelCommand.run(SharedRayHead.env(), 600, run(RUN_ID, 2));
+    assertThat(made.exitCode()).as("stdout:%n%s%nstderr:%n%s", made.stdout(), made.stderr()).isZero();
+    traces = RunTraces.readDir(runs.resolve(RUN_ID));
+  }
+
+  /** {@code bin/ravel run} of a 3-step sync run, every engine request traced, with {@code workers} workers. */
+  static String[] run(String runId, int workers) {
+    return new String[] {"run", Path.of(System.getProperty("ravel.home"), "examples", "grpo-sync.yaml").toString(),
+        "grpo.steps=3", "grpo.prompts_per_step=3", "grpo.group_size=3", "generation.workers=" + workers,
+        "telemetry.engine_tracing=true", "telemetry.engine_sample_ratio=1.0", "telemetry.run_id=" + runId,
+        "telemetry.runs_dir=" + runs};
+  }
+
+  @AfterAll
+  static void done() {
+    if (sharedBrowser != null) {
+      sharedBrowser.quit();
+    }
   }
 
   /**
@@ -92,13 +114,13 @@ final class TraceCommandIT {
         processes.add(e.get("args").get("name").asText());
       }
     }
-    assertThat(slices).hasSize(run.traces().spans().size()).allSatisfy(e -> {
+    assertThat(slices).hasSize(traces.spans().size()).allSatisfy(e -> {
       assertThat(e.get("ts").isNumber() && e.get("dur").isNumber()).isTrue();
       assertThat(e.get("pid").asInt()).isPositive();
       assertThat(e.get("tid").asInt()).isPositive();
     });
     assertThat(processes).containsExactlyInAnyOrderElementsOf(
-        run.traces().spans().stream().map(dev.ravel.telemetry.traces.SpanRecord::process).distinct().toList());
+        traces.spans().stream().map(dev.ravel.telemetry.traces.SpanRecord::process).distinct().toList());
   }
 
   @Test
@@ -110,21 +132,21 @@ final class TraceCommandIT {
     assertThat(list.isArray()).isTrue();
     assertThat(list).anySatisfy(r -> {
       assertThat(r.get("run_id").asText()).isEqualTo("it-trace-cli");
-      assertThat(r.get("spans").asInt()).isEqualTo(run.traces().spans().size());
+      assertThat(r.get("spans").asInt()).isEqualTo(traces.spans().size());
     });
 
     RavelCommand.Result traceOut = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--json");
     assertThat(traceOut.exitCode()).as(traceOut.stderr()).isZero();
     com.fasterxml.jackson.databind.JsonNode t = json.readTree(traceOut.stdout());
     assertThat(t.get("steps")).extracting(x -> x.get("step").asInt()).containsExactly(1, 2, 3);
-    assertThat(t.get("spans").asInt()).isEqualTo(run.traces().spans().size());
+    assertThat(t.get("spans").asInt()).isEqualTo(traces.spans().size());
     assertThat(t.get("unconnected_spans").asInt()).isZero();
 
     RavelCommand.Result stepOut = ravel("trace", "it-trace-cli", "--runs-dir", runs.toString(), "--step", "2", "--json");
     assertThat(stepOut.exitCode()).as(stepOut.stderr()).isZero();
     com.fasterxml.jackson.databind.JsonNode st = json.readTree(stepOut.stdout());
     assertThat(st.get("step").asInt()).isEqualTo(2);
-    assertThat(st.get("span_list")).hasSize(run.traces().byTrace().get(st.get("trace_id").asText()).size());
+    assertThat(st.get("span_list")).hasSize(traces.byTrace().get(st.get("trace_id").asText()).size());
     assertThat(st.get("span_list").get(0).get("name").asText()).isEqualTo("rl.grpo.step");
   }
 
@@ -215,21 +237,16 @@ final class TraceCommandIT {
   }
 
   /**
-   * Two runs through {@code bin/ravel run} (each writes its run.json) that differ in one key: {@code ravel diff}
-   * names that key alone and compares their phases.
+   * Two runs through {@code bin/ravel run} (each writes its run.json) that differ in one key, the class's run
+   * (2 workers) and one more with 1: {@code ravel diff} names that key alone and compares their phases.
    */
   @Test
   void diff_twoRunsThatDifferInOneKey_namesItAndComparesEveryPhase() throws Exception {
-    Path example = Path.of(System.getProperty("ravel.home"), "examples", "grpo-sync.yaml");
-    for (String[] run : List.of(new String[] {"it-diff-a", "2"}, new String[] {"it-diff-b", "1"})) {
-      RavelCommand.Result made = RavelCommand.run(dev.ravel.it.support.SharedRayHead.env(), 600, "run",
-          example.toString(), "grpo.steps=3", "grpo.prompts_per_step=3", "grpo.group_size=3",
-          "generation.workers=" + run[1], "telemetry.run_id=" + run[0], "telemetry.runs_dir=" + runs);
-      assertThat(made.exitCode()).as(made.stderr()).isZero();
-    }
-    RavelCommand.Result r = ravel("diff", "it-diff-a", "it-diff-b", "--runs-dir", runs.toString());
+    RavelCommand.Result made = RavelCommand.run(SharedRayHead.env(), 600, run("it-diff-b", 1));
+    assertThat(made.exitCode()).as(made.stderr()).isZero();
+    RavelCommand.Result r = ravel("diff", RUN_ID, "it-diff-b", "--runs-dir", runs.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
-    assertThat(r.stdout()).contains("A = it-diff-a").contains("B = it-diff-b")
+    assertThat(r.stdout()).contains("A = " + RUN_ID).contains("B = it-diff-b")
         .contains("config keys that differ (1):").containsPattern("generation\\.workers\\s+A: 2\\s+B: 1");
     // every step has these phases; the first has no refit (its weights are the initial ones)
     for (String phase : List.of("step", "data_processing", "generation", "reward_calculation", "policy_training")) {
@@ -242,37 +259,33 @@ final class TraceCommandIT {
     assertThat(missing.stderr()).contains("no run 'no-such-run'");
 
     // the same two runs overlaid: ravel report A B, read in Chromium
-    Path html = Path.of(System.getProperty("ravel.home"), "integration-tests", "target", "report-it-diff-a-vs-b.html");
-    RavelCommand.Result report = ravel("report", "it-diff-a", "it-diff-b", "--runs-dir", runs.toString(), "--html",
+    Path html = Path.of(System.getProperty("ravel.home"), "integration-tests", "target", "report-" + RUN_ID + "-vs-b.html");
+    RavelCommand.Result report = ravel("report", RUN_ID, "it-diff-b", "--runs-dir", runs.toString(), "--html",
         html.toString());
     assertThat(report.exitCode()).as(report.stderr()).isZero();
-    assertThat(report.stdout()).contains("2 runs: it-diff-a, it-diff-b; 1 config keys differ");
-    ChromeDriver browser = chromium();
-    try {
-      browser.get(html.toUri().toString());
-      assertThat(browser.findElements(By.cssSelector("#run-legend .run-entry")).stream()
-          .map(e -> e.getText().trim())).containsExactly("it-diff-a", "it-diff-b");
-      List<WebElement> keys = browser.findElements(By.cssSelector("#config-diff tr.config-key"));
-      assertThat(keys).hasSize(1);
-      assertThat(keys.get(0).findElements(By.tagName("td")).stream().map(e -> e.getText().trim()))
-          .containsExactly("generation.workers", "2", "1");
-      for (String curve : List.of("chart-reward", "chart-kl", "chart-loss", "chart-grad-norm", "chart-entropy",
-          "chart-length", "chart-step-time", "chart-tokens")) {
-        List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
-        assertThat(points.stream().map(p -> p.getAttribute("data-series")).distinct()).as(curve)
-            .containsExactly("it-diff-a", "it-diff-b");
-        for (String id : List.of("it-diff-a", "it-diff-b")) {
-          assertThat(points.stream().filter(p -> id.equals(p.getAttribute("data-series")))
-              .map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve + " of " + id).containsExactly(1L, 2L, 3L);
-        }
-        assertThat(browser.findElements(By.cssSelector("#" + curve + " polyline.line"))).as(curve).hasSize(2);
+    assertThat(report.stdout()).contains("2 runs: " + RUN_ID + ", it-diff-b; 1 config keys differ");
+    ChromeDriver browser = browser();
+    browser.get(html.toUri().toString());
+    assertThat(browser.findElements(By.cssSelector("#run-legend .run-entry")).stream()
+        .map(e -> e.getText().trim())).containsExactly(RUN_ID, "it-diff-b");
+    List<WebElement> keys = browser.findElements(By.cssSelector("#config-diff tr.config-key"));
+    assertThat(keys).hasSize(1);
+    assertThat(keys.get(0).findElements(By.tagName("td")).stream().map(e -> e.getText().trim()))
+        .containsExactly("generation.workers", "2", "1");
+    for (String curve : List.of("chart-reward", "chart-kl", "chart-loss", "chart-grad-norm", "chart-entropy",
+        "chart-length", "chart-step-time", "chart-tokens")) {
+      List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
+      assertThat(points.stream().map(p -> p.getAttribute("data-series")).distinct()).as(curve)
+          .containsExactly(RUN_ID, "it-diff-b");
+      for (String id : List.of(RUN_ID, "it-diff-b")) {
+        assertThat(points.stream().filter(p -> id.equals(p.getAttribute("data-series")))
+            .map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve + " of " + id).containsExactly(1L, 2L, 3L);
       }
-      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
-          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
-      assertThat(errors).isEmpty();
-    } finally {
-      browser.quit();
+      assertThat(browser.findElements(By.cssSelector("#" + curve + " polyline.line"))).as(curve).hasSize(2);
     }
+    List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+        .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+    assertThat(errors).isEmpty();
   }
 
   /**
@@ -321,38 +334,34 @@ final class TraceCommandIT {
     RavelCommand.Result r = ravel("trace", "it-trace-app", "--runs-dir", runs.toString(), "--trace", traceId,
         "--html", html.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
-    ChromeDriver browser = chromium();
-    try {
-      browser.get(html.toUri().toString());
-      assertThat(browser.findElements(By.cssSelector(".span-row")).stream().map(e -> e.getAttribute("data-span-name")))
-          .containsExactlyInAnyOrder("app.pipeline", "app.hop", "app.inner");
-      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
-          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
-      assertThat(errors).isEmpty();
+    ChromeDriver browser = browser();
+    browser.get(html.toUri().toString());
+    assertThat(browser.findElements(By.cssSelector(".span-row")).stream().map(e -> e.getAttribute("data-span-name")))
+        .containsExactlyInAnyOrder("app.pipeline", "app.hop", "app.inner");
+    List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+        .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+    assertThat(errors).isEmpty();
 
-      // the run report degrades to the list of traces, each row opening its waterfall
-      Path report = html.resolveSibling("report-app.html");
-      RavelCommand.Result rep = ravel("report", "it-trace-app", "--runs-dir", runs.toString(), "--html",
-          report.toString());
-      assertThat(rep.exitCode()).as(rep.stderr()).isZero();
-      assertThat(rep.stdout()).contains("no steps, 2 traces");
-      browser.get(report.toUri().toString());
-      List<WebElement> rows = browser.findElements(By.cssSelector("tr.trace-row"));
-      assertThat(rows).hasSize(2);
-      assertThat(rows.get(0).getText()).contains("app.pipeline").contains(traceId);
-      rows.get(0).click();
-      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-      while (!"t1".equals(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded"))
-          && System.nanoTime() < deadline) {
-        Thread.sleep(100);
-      }
-      assertThat(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded")).isEqualTo("t1");
-      assertThat(browser.findElement(By.id("waterfall-title")).getText()).isEqualTo("Trace 1 waterfall");
-      assertThat(browser.manage().logs().get(LogType.BROWSER).getAll().stream()
-          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue())).isEmpty();
-    } finally {
-      browser.quit();
+    // the run report degrades to the list of traces, each row opening its waterfall
+    Path report = html.resolveSibling("report-app.html");
+    RavelCommand.Result rep = ravel("report", "it-trace-app", "--runs-dir", runs.toString(), "--html",
+        report.toString());
+    assertThat(rep.exitCode()).as(rep.stderr()).isZero();
+    assertThat(rep.stdout()).contains("no steps, 2 traces");
+    browser.get(report.toUri().toString());
+    List<WebElement> rows = browser.findElements(By.cssSelector("tr.trace-row"));
+    assertThat(rows).hasSize(2);
+    assertThat(rows.get(0).getText()).contains("app.pipeline").contains(traceId);
+    rows.get(0).click();
+    long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    while (!"t1".equals(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded"))
+        && System.nanoTime() < deadline) {
+      Thread.sleep(100);
     }
+    assertThat(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded")).isEqualTo("t1");
+    assertThat(browser.findElement(By.id("waterfall-title")).getText()).isEqualTo("Trace 1 waterfall");
+    assertThat(browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+        .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue())).isEmpty();
   }
 
   @Test
@@ -362,40 +371,36 @@ final class TraceCommandIT {
     RavelCommand.Result r = ravel("trace", "it-trace-cli", "--step", "1", "--html", html.toString(),
         "--runs-dir", runs.toString());
     assertThat(r.exitCode()).as(r.stderr()).isZero();
-    String traceId = run.traces().named("rl.grpo.step").stream()
+    String traceId = traces.named("rl.grpo.step").stream()
         .filter(s -> Long.valueOf(1).equals(s.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
-    List<SpanRecord> stepSpans = run.traces().byTrace().get(traceId);
+    List<SpanRecord> stepSpans = traces.byTrace().get(traceId);
 
-    ChromeDriver browser = chromium();
-    try {
-      browser.get(html.toUri().toString());
-      List<WebElement> rows = browser.findElements(By.cssSelector(".span-row"));
-      assertThat(rows).hasSize(stepSpans.size());
-      assertThat(rows.stream().map(e -> e.getAttribute("data-span-name")))
-          .contains("rl.grpo.step", "rl.vllm.generate", "rl.worker.generate", "llm_request", "rl.trainer.train");
+    ChromeDriver browser = browser();
+    browser.get(html.toUri().toString());
+    List<WebElement> rows = browser.findElements(By.cssSelector(".span-row"));
+    assertThat(rows).hasSize(stepSpans.size());
+    assertThat(rows.stream().map(e -> e.getAttribute("data-span-name")))
+        .contains("rl.grpo.step", "rl.vllm.generate", "rl.worker.generate", "llm_request", "rl.trainer.train");
 
-      WebElement root = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.grpo.step']"));
-      String id = root.getAttribute("data-span-id");
-      WebElement detail = browser.findElement(By.cssSelector(".span-detail[data-span-id='" + id + "']"));
-      assertThat(detail.isDisplayed()).isFalse();
-      root.click();
-      assertThat(detail.isDisplayed()).isTrue();
-      assertThat(detail.findElements(By.cssSelector(".attr-key")).stream().map(WebElement::getText))
-          .contains("rl.step", "rl.mode");
+    WebElement root = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.grpo.step']"));
+    String id = root.getAttribute("data-span-id");
+    WebElement detail = browser.findElement(By.cssSelector(".span-detail[data-span-id='" + id + "']"));
+    assertThat(detail.isDisplayed()).isFalse();
+    root.click();
+    assertThat(detail.isDisplayed()).isTrue();
+    assertThat(detail.findElements(By.cssSelector(".attr-key")).stream().map(WebElement::getText))
+        .contains("rl.step", "rl.mode");
 
-      WebElement generate = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.vllm.generate']"));
-      WebElement worker = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.worker.generate']"));
-      assertThat(worker.isDisplayed()).isTrue();
-      generate.findElement(By.cssSelector(".toggle")).click();
-      assertThat(worker.isDisplayed()).isFalse();
+    WebElement generate = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.vllm.generate']"));
+    WebElement worker = browser.findElement(By.cssSelector(".span-row[data-span-name='rl.worker.generate']"));
+    assertThat(worker.isDisplayed()).isTrue();
+    generate.findElement(By.cssSelector(".toggle")).click();
+    assertThat(worker.isDisplayed()).isFalse();
 
-      Files.write(target.resolve("waterfall-step1.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
-      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
-          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
-      assertThat(errors).isEmpty();
-    } finally {
-      browser.quit();
-    }
+    Files.write(target.resolve("waterfall-step1.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
+    List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+        .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+    assertThat(errors).isEmpty();
   }
 
   @Test
@@ -407,88 +412,94 @@ final class TraceCommandIT {
     assertThat(r.stdout()).contains("wrote " + html).contains("3 steps of run it-trace-cli");
     String page = Files.readString(html, StandardCharsets.US_ASCII);
     assertThat(page).doesNotContainPattern("(src|href|action)=[\"']?(https?:)?//").contains("Content-Security-Policy");
-    List<Long> stepNumbers = run.traces().named("rl.grpo.step").stream()
+    List<Long> stepNumbers = traces.named("rl.grpo.step").stream()
         .map(s -> (Long) s.attributes().get("rl.step")).sorted().toList();
     assertThat(stepNumbers).containsExactly(1L, 2L, 3L); // numbered from 1, as the progress line counts them
 
-    ChromeDriver browser = chromium();
-    try {
-      browser.get(html.toUri().toString());
-      for (String curve : List.of("chart-reward", "chart-kl", "chart-loss", "chart-grad-norm", "chart-learning-rate",
-          "chart-entropy")) {
-        List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
-        assertThat(points).as(curve).hasSize(3);
-        assertThat(points.stream().map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve)
-            .containsExactlyElementsOf(stepNumbers);
-      }
-      assertThat(browser.findElements(By.cssSelector("#chart-clip .point"))).as("clip low, high and dual per step")
-          .hasSize(9);
-      assertThat(browser.findElements(By.cssSelector("#chart-length .point"))).as("mean and max length per step")
-          .hasSize(6);
-      assertThat(browser.findElements(By.cssSelector("#chart-lag .point"))).as("mean and max policy lag per step")
-          .hasSize(6);
-      assertThat(browser.findElements(By.cssSelector("#chart-pipeline .point"))).as("buffer and in flight per step")
-          .hasSize(6);
-      List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
-      assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
-      assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");
-      // the engines over each step: one point per step on the step axis
-      for (String engine : List.of("chart-engine-queue", "chart-engine-preemptions")) {
-        assertThat(browser.findElements(By.cssSelector("#" + engine + " .point")).stream()
-            .map(p -> Long.valueOf(p.getAttribute("data-step")))).as(engine).containsExactlyElementsOf(stepNumbers);
-      }
-      assertThat(browser.findElements(By.cssSelector("#chart-engine-load .point"))).as("running, waiting, KV per step")
-          .hasSize(9);
-      // the refit panel: steps 2 and 3 refit (the first serves the initial weights), each with its whole time
-      // and the stages of the Java path: put (driver), fetch and load (the slowest worker's)
-      List<WebElement> refit = browser.findElements(By.cssSelector("#chart-refit .point"));
-      assertThat(refit.stream().map(p -> p.getAttribute("data-series")).distinct())
-          .containsExactlyInAnyOrder("refit (whole)", "put", "fetch", "load");
-      assertThat(refit).hasSize(8).allSatisfy(p -> assertThat(p.getAttribute("data-step")).isIn("2", "3"));
-      List<WebElement> rows = browser.findElements(By.cssSelector("tr.step-row"));
-      assertThat(rows).hasSize(3);
-
-      WebElement second = browser.findElement(By.cssSelector("tr.step-row[data-step='2']"));
-      second.click();
-      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-      while (!"2".equals(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded"))
-          && System.nanoTime() < deadline) {
-        Thread.sleep(100);
-      }
-      assertThat(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded")).as("waterfall of step 2")
-          .isEqualTo("2");
-      assertThat(second.getAttribute("class")).contains("selected");
-      assertThat(browser.findElement(By.id("waterfall-title")).getText()).contains("Step 2");
-      // the completions step 2 kept, as the run folder's samples.jsonl has them
-      List<dev.ravel.telemetry.runs.SampleRecord> kept = Files.readAllLines(runs.resolve("it-trace-cli")
-          .resolve("samples.jsonl")).stream().map(dev.ravel.telemetry.runs.SampleRecord::parse)
-          .filter(x -> x.step() == 2).toList();
-      assertThat(kept).isNotEmpty();
-      List<WebElement> sampleRows = browser.findElements(By.cssSelector("#samples tr.sample-row"));
-      assertThat(sampleRows).hasSize(kept.size());
-      assertThat(sampleRows.get(0).findElements(By.tagName("td")).get(2).getText()).isEqualTo(kept.get(0).prompt());
-      assertThat(browser.findElement(By.id("samples-title")).getText()).isEqualTo("Sample completions of step 2");
-      String traceId = run.traces().named("rl.grpo.step").stream()
-          .filter(s -> Long.valueOf(2).equals(s.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
-      browser.switchTo().frame(browser.findElement(By.id("waterfall-frame")));
-      List<WebElement> spanRows = browser.findElements(By.cssSelector(".span-row"));
-      assertThat(spanRows).hasSize(run.traces().byTrace().get(traceId).size());
-      assertThat(browser.findElement(By.cssSelector(".meta-item[data-key='trace-id'] dd")).getText()).contains(traceId);
-      browser.switchTo().defaultContent();
-
-      Files.write(target.resolve("report-it-trace-cli.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
-      List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
-          .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
-      assertThat(errors).isEmpty();
-    } finally {
-      browser.quit();
+    ChromeDriver browser = browser();
+    browser.get(html.toUri().toString());
+    for (String curve : List.of("chart-reward", "chart-kl", "chart-loss", "chart-grad-norm", "chart-learning-rate",
+        "chart-entropy")) {
+      List<WebElement> points = browser.findElements(By.cssSelector("#" + curve + " .point"));
+      assertThat(points).as(curve).hasSize(3);
+      assertThat(points.stream().map(p -> Long.valueOf(p.getAttribute("data-step")))).as(curve)
+          .containsExactlyElementsOf(stepNumbers);
     }
+    assertThat(browser.findElements(By.cssSelector("#chart-clip .point"))).as("clip low, high and dual per step")
+        .hasSize(9);
+    assertThat(browser.findElements(By.cssSelector("#chart-length .point"))).as("mean and max length per step")
+        .hasSize(6);
+    assertThat(browser.findElements(By.cssSelector("#chart-lag .point"))).as("mean and max policy lag per step")
+        .hasSize(6);
+    assertThat(browser.findElements(By.cssSelector("#chart-pipeline .point"))).as("buffer and in flight per step")
+        .hasSize(6);
+    List<WebElement> bars = browser.findElements(By.cssSelector("#chart-step-time .bar-part"));
+    assertThat(bars.stream().map(b -> b.getAttribute("data-step")).distinct()).hasSize(3);
+    assertThat(bars.stream().map(b -> b.getAttribute("data-bucket"))).contains("productive", "overhead");
+    // the engines over each step: one point per step on the step axis
+    for (String engine : List.of("chart-engine-queue", "chart-engine-preemptions")) {
+      assertThat(browser.findElements(By.cssSelector("#" + engine + " .point")).stream()
+          .map(p -> Long.valueOf(p.getAttribute("data-step")))).as(engine).containsExactlyElementsOf(stepNumbers);
+    }
+    assertThat(browser.findElements(By.cssSelector("#chart-engine-load .point"))).as("running, waiting, KV per step")
+        .hasSize(9);
+    // the refit panel: steps 2 and 3 refit (the first serves the initial weights), each with its whole time
+    // and the stages of the Java path: put (driver), fetch and load (the slowest worker's)
+    List<WebElement> refit = browser.findElements(By.cssSelector("#chart-refit .point"));
+    assertThat(refit.stream().map(p -> p.getAttribute("data-series")).distinct())
+        .containsExactlyInAnyOrder("refit (whole)", "put", "fetch", "load");
+    assertThat(refit).hasSize(8).allSatisfy(p -> assertThat(p.getAttribute("data-step")).isIn("2", "3"));
+    List<WebElement> rows = browser.findElements(By.cssSelector("tr.step-row"));
+    assertThat(rows).hasSize(3);
+
+    WebElement second = browser.findElement(By.cssSelector("tr.step-row[data-step='2']"));
+    second.click();
+    long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    while (!"2".equals(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded"))
+        && System.nanoTime() < deadline) {
+      Thread.sleep(100);
+    }
+    assertThat(browser.findElement(By.id("waterfall-frame")).getAttribute("data-loaded")).as("waterfall of step 2")
+        .isEqualTo("2");
+    assertThat(second.getAttribute("class")).contains("selected");
+    assertThat(browser.findElement(By.id("waterfall-title")).getText()).contains("Step 2");
+    // the completions step 2 kept, as the run folder's samples.jsonl has them
+    List<dev.ravel.telemetry.runs.SampleRecord> kept = Files.readAllLines(runs.resolve("it-trace-cli")
+        .resolve("samples.jsonl")).stream().map(dev.ravel.telemetry.runs.SampleRecord::parse)
+        .filter(x -> x.step() == 2).toList();
+    assertThat(kept).isNotEmpty();
+    List<WebElement> sampleRows = browser.findElements(By.cssSelector("#samples tr.sample-row"));
+    assertThat(sampleRows).hasSize(kept.size());
+    assertThat(sampleRows.get(0).findElements(By.tagName("td")).get(2).getText()).isEqualTo(kept.get(0).prompt());
+    assertThat(browser.findElement(By.id("samples-title")).getText()).isEqualTo("Sample completions of step 2");
+    String traceId = traces.named("rl.grpo.step").stream()
+        .filter(s -> Long.valueOf(2).equals(s.attributes().get("rl.step"))).findFirst().orElseThrow().traceId();
+    browser.switchTo().frame(browser.findElement(By.id("waterfall-frame")));
+    List<WebElement> spanRows = browser.findElements(By.cssSelector(".span-row"));
+    assertThat(spanRows).hasSize(traces.byTrace().get(traceId).size());
+    assertThat(browser.findElement(By.cssSelector(".meta-item[data-key='trace-id'] dd")).getText()).contains(traceId);
+    browser.switchTo().defaultContent();
+
+    Files.write(target.resolve("report-it-trace-cli.png"), ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
+    List<LogEntry> errors = browser.manage().logs().get(LogType.BROWSER).getAll().stream()
+        .filter(e -> e.getLevel().intValue() >= Level.SEVERE.intValue()).toList();
+    assertThat(errors).isEmpty();
   }
 
+  /**
+   * The class's Chromium, started on first use and quit after the last test; what its log holds from an earlier
+   * page is read off first, so that a test's check of the log sees its own pages' messages only.
+   */
+  static ChromeDriver browser() throws IOException {
+    if (sharedBrowser == null) {
+      sharedBrowser = chromium();
+    }
+    sharedBrowser.manage().logs().get(LogType.BROWSER);
+    return sharedBrowser;
+  }
+
+  /** A Chromium of its own (WaterfallBrowserIT's); quit it. */
   static ChromeDriver chromium() throws IOException {
     return dev.ravel.it.support.Chromium.start();
   }
-
-  @AfterAll
-  static void done() {}
 }

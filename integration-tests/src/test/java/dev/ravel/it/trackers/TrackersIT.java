@@ -33,7 +33,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -41,8 +44,10 @@ import org.junit.jupiter.api.io.TempDir;
  * virtualenv of {@code scripts/setup-mlflow.sh}, given as system property {@code ravel.mlflow.venv}) on 127.0.0.1
  * with a SQLite store, and {@code bin/ravel run} as a user runs it. Every step's numbers read back through
  * MLflow's REST API, and through TensorBoard's own {@code EventAccumulator}, are those of {@code steps.jsonl}; a
- * tracking server that is not there fails no step, and its failure is counted and printed once.
+ * tracking server that is not there fails no step, and its failure is counted and printed once. One run on the
+ * server serves the tests that read it as it ended; the last test resumes it.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 final class TrackersIT {
   private static final ObjectMapper JSON = JsonMapper.builder()
       .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build();
@@ -76,6 +81,9 @@ final class TrackersIT {
         "--default-artifact-root", dir.resolve("mlflow-artifacts").toString())
         .directory(dir.toFile()).redirectErrorStream(true).redirectOutput(dir.resolve("mlflow-server.log").toFile());
     pb.environment().keySet().removeIf(k -> k.startsWith("MLFLOW_") || k.startsWith("OTEL_"));
+    // the tracking server alone: MLflow's job runner (a pool of Huey consumers, each a Python process importing
+    // MLflow) runs server-side jobs that tracking never asks for
+    pb.environment().put("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false");
     server = pb.start();
     serverStart = Procs.startTime(server.pid()).orElse("");
     awaitHealthy(180);
@@ -376,34 +384,34 @@ final class TrackersIT {
     assertThat(tb).as("the same series, the same values, in both trackers").isEqualTo(mlflowMetrics(mlflowRun()));
   }
 
+  /**
+   * The class's run, resumed for one more step once the tests that read it as it ended have run (the last test):
+   * it goes on in the same MLflow run and TensorBoard event folder.
+   */
   @Test
+  @Order(Integer.MAX_VALUE)
   void resume_goesOnInTheSameMlflowRunAndEventFolder() throws Exception {
-    String id = "it-trackers-resumed";
+    assertThat(run.exitCode()).as(run.stdout() + run.stderr()).isZero();
     Map<String, String> env = new HashMap<>(SharedRayHead.env());
     env.put("MLFLOW_TRACKING_URI", base);
     env.put("MLFLOW_EXPERIMENT_NAME", EXPERIMENT);
-    List<String> args = List.of("run", example(), "telemetry.runs_dir=" + dir.resolve("runs"),
-        "telemetry.trackers=[mlflow,tensorboard]");
-    List<String> first = new ArrayList<>(args);
-    first.addAll(List.of("grpo.steps=2", "telemetry.run_id=" + id));
-    RavelCommand.Result a = RavelCommand.run(env, 600, first.toArray(String[]::new));
-    assertThat(a.exitCode()).as(a.stdout() + a.stderr()).isZero();
-    List<String> more = new ArrayList<>(args);
-    more.addAll(List.of("grpo.steps=3", "--resume", id));
 
-    RavelCommand.Result b = RavelCommand.run(env, 600, more.toArray(String[]::new));
+    RavelCommand.Result b = RavelCommand.run(env, 600, "run", example(), "grpo.steps=" + (STEPS + 1),
+        "run.mode=async", "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.trackers=[mlflow,tensorboard]",
+        "--resume", RUN_ID);
 
     assertThat(b.exitCode()).as(b.stdout() + b.stderr()).isZero();
     assertThat(b.stdout()).contains("trackers: mlflow 1/1 steps sent; tensorboard 1/1 steps sent");
-    JsonNode r = mlflowRun(id); // one MLflow run for the Ravel run
+    JsonNode r = mlflowRun(RUN_ID); // one MLflow run for the Ravel run
     assertThat(r.path("info").path("status").asText()).isEqualTo("FINISHED");
     Map<String, String> params = new HashMap<>();
     r.path("data").path("params").forEach(p -> params.put(p.path("key").asText(), p.path("value").asText()));
-    assertThat(params).as("a param keeps its first value").containsEntry("grpo.steps", "2");
-    Map<String, Map<Integer, Double>> expected = fromStepsJsonl(id);
-    assertThat(expected.get("rl.step.reward.mean")).containsOnlyKeys(1, 2, 3);
+    assertThat(params).as("a param keeps its first value").containsEntry("grpo.steps", String.valueOf(STEPS));
+    Map<String, Map<Integer, Double>> expected = fromStepsJsonl(RUN_ID);
+    assertThat(expected.get("rl.step.reward.mean"))
+        .containsOnlyKeys(java.util.stream.IntStream.rangeClosed(1, STEPS + 1).boxed().toList());
     assertThat(mlflowMetrics(r)).isEqualTo(expected);
-    assertThat(tensorBoardScalars(id)).isEqualTo(expected);
+    assertThat(tensorBoardScalars(RUN_ID)).isEqualTo(expected);
   }
 
   @Test
