@@ -123,7 +123,7 @@ final class BadInputIT {
     env.put("OTEL_TRACES_EXPORTER", "none");
     Path runs = tmp.resolve("runs-none");
     RavelCommand.Result r = RavelCommand.run(env, 180, "run", config.toString(), "grpo.steps=1",
-        "grpo.prompts_per_step=2", "grpo.group_size=2", "telemetry.run_id=it-otel-none",
+        "grpo.prompts_per_step=2", "grpo.group_size=2", "generation.workers=1", "telemetry.run_id=it-otel-none",
         "telemetry.runs_dir=" + runs);
 
     assertThat(r.exitCode()).as(r.stderr()).isZero();

@@ -143,11 +143,11 @@ final class GrpoPythonIT {
   void run_grpoSettingsReachTheTrainer(String runtime) throws Exception {
     String id = "it-settings-" + runtime;
     RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 600, "run", example(), "run.mode=sync",
-        "generation.runtime=" + runtime, "trainer.runtime=" + runtime, "grpo.steps=4", "grpo.prompts_per_step=32",
-        "grpo.group_size=8", "grpo.learning_rate=0.01", "grpo.ppo_epochs=2", "trainer.micro_batch_size=64",
-        "trainer.lr_scheduler=linear", "trainer.warmup_steps=1", "grpo.loss_type=dr_grpo", "grpo.scale_rewards=none",
-        "grpo.clip_epsilon_high=0.28", "grpo.clip_ratio_c=3", "grpo.tis_cap=2", "telemetry.run_id=" + id,
-        "telemetry.runs_dir=" + runs, "telemetry.engine_sample_ratio=1.0");
+        "generation.runtime=" + runtime, "trainer.runtime=" + runtime, "generation.workers=1", "grpo.steps=4",
+        "grpo.prompts_per_step=32", "grpo.group_size=8", "grpo.learning_rate=0.01", "grpo.ppo_epochs=2",
+        "trainer.micro_batch_size=64", "trainer.lr_scheduler=linear", "trainer.warmup_steps=1",
+        "grpo.loss_type=dr_grpo", "grpo.scale_rewards=none", "grpo.clip_epsilon_high=0.28", "grpo.clip_ratio_c=3",
+        "grpo.tis_cap=2", "telemetry.run_id=" + id, "telemetry.runs_dir=" + runs, "telemetry.engine_sample_ratio=1.0");
     assertThat(r.exitCode()).as("exit code; stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
     List<dev.ravel.telemetry.runs.StepRecord> steps = new ArrayList<>();
     for (String line : java.nio.file.Files.readAllLines(runs.resolve(id).resolve("steps.jsonl"))) {

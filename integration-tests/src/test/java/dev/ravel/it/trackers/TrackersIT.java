@@ -91,8 +91,9 @@ final class TrackersIT {
     Map<String, String> env = new HashMap<>(SharedRayHead.env());
     env.put("MLFLOW_TRACKING_URI", base);
     env.put("MLFLOW_EXPERIMENT_NAME", EXPERIMENT);
+    // (one generation worker: what the trackers get does not depend on how many there are)
     run = RavelCommand.run(env, 600, "run", example(), "grpo.steps=" + STEPS, "run.mode=async",
-        "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.run_id=" + RUN_ID,
+        "generation.workers=1", "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.run_id=" + RUN_ID,
         "telemetry.trackers=[mlflow,tensorboard]");
   }
 
@@ -397,7 +398,7 @@ final class TrackersIT {
     env.put("MLFLOW_EXPERIMENT_NAME", EXPERIMENT);
 
     RavelCommand.Result b = RavelCommand.run(env, 600, "run", example(), "grpo.steps=" + (STEPS + 1),
-        "run.mode=async", "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.trackers=[mlflow,tensorboard]",
+        "run.mode=async", "generation.workers=1", "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.trackers=[mlflow,tensorboard]",
         "--resume", RUN_ID);
 
     assertThat(b.exitCode()).as(b.stdout() + b.stderr()).isZero();
@@ -425,7 +426,7 @@ final class TrackersIT {
     env.put("MLFLOW_TRACKING_TOKEN", SECRET);
     String id = "it-trackers-down";
 
-    RavelCommand.Result r = RavelCommand.run(env, 600, "run", example(), "grpo.steps=3",
+    RavelCommand.Result r = RavelCommand.run(env, 600, "run", example(), "grpo.steps=3", "generation.workers=1",
         "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.run_id=" + id, "telemetry.trackers=[mlflow]");
 
     assertThat(r.exitCode()).as(r.stdout() + r.stderr()).isZero();
