@@ -49,6 +49,12 @@ final class OpenAiFaultsIT {
   /** How long a server may take to end once killed or orphaned (it ends in seconds). */
   private static final long SERVER_GONE_S = 120;
 
+  /**
+   * The share of engine requests (by group) the class's session samples: its workers read the engine sampler's
+   * settings from the session's telemetry. Only the parent-based server of the sampling test traces by it.
+   */
+  private static final double ENGINE_SAMPLE_RATIO = 0.5;
+
   @TempDir
   static Path runs;
   static Process server;
@@ -60,7 +66,8 @@ final class OpenAiFaultsIT {
   static void start() throws Exception {
     server = serve();
     url = lastUrl;
-    session = DriverSession.builder(config("it-faults-session", url).telemetry()).env(SharedRayHead.env())
+    session = DriverSession.builder(config("it-faults-session", url, "telemetry.engine_tracing=true",
+        "telemetry.engine_sample_ratio=" + ENGINE_SAMPLE_RATIO).telemetry()).env(SharedRayHead.env())
         .workerJvmOptions(List.of("-Xmx256m", "-XX:+UseSerialGC")).start();
   }
 
@@ -135,17 +142,10 @@ final class OpenAiFaultsIT {
     Process parentBased = serve("it-faults-parent-server", "--trace-sampler", "parentbased", "--telemetry",
         "engine_tracing=true", "--telemetry", "exporter=file");
     String parentUrl = lastUrl;
-    double ratio = 0.5;
-    // the workers read the engine sampler's settings from their session's telemetry (one Ray session per JVM):
-    // the run goes through bin/ravel, a driver of its own
+    double ratio = ENGINE_SAMPLE_RATIO; // the session's (its workers sample by it)
     try {
-      RavelCommand.Result r = RavelCommand.run(SharedRayHead.env(), 600, "run",
-          Path.of(System.getProperty("ravel.home"), "examples/grpo-sync.yaml").toString(), "grpo.steps=3",
-          "grpo.prompts_per_step=4", "grpo.group_size=4", "generation.workers=2", "generation.backend=openai",
-          "generation.servers=[" + parentUrl + "]", "generation.refit=false", "telemetry.engine_tracing=true",
-          "telemetry.engine_sample_ratio=" + ratio, "telemetry.run_id=it-faults-sampled",
-          "telemetry.runs_dir=" + runs);
-      assertThat(r.exitCode()).as("stdout:%n%s%nstderr:%n%s", r.stdout(), r.stderr()).isZero();
+      assertThat(new GrpoRun(session, config("it-faults-sampled", parentUrl, "grpo.steps=3", "generation.refit=false"),
+          StepListener.NONE).run()).hasSize(3);
     } finally {
       parentBased.destroy(); // SIGTERM: the server flushes its spans as it stops
       assertThat(parentBased.waitFor(SERVER_GONE_S, TimeUnit.SECONDS)).isTrue();
