@@ -33,9 +33,10 @@ import org.junit.jupiter.api.io.TempDir;
  * by run id: Jaeger holds exactly the spans the JSONL files hold, run by run.
  *
  * <p>The class's time is its set-up: Jaeger starts in well under a second, and each run costs a driver's start and
- * its actors' (worker JVMs) start-up, its two steps taking about a second. The runs send no OTLP metrics
- * ({@code OTEL_METRICS_EXPORTER=none}): Jaeger takes traces only, and with the traces-only variables of the
- * http/protobuf run the metrics would go to the default endpoint (127.0.0.1:4317), where nothing of this class
+ * its connection to Ray, then the start-up of its actors' worker JVMs (and of the two that Ray starts for the run
+ * folder's check on a head the driver did not start), its two steps taking about a second. The runs send no OTLP
+ * metrics ({@code OTEL_METRICS_EXPORTER=none}): Jaeger takes traces only, and with the traces-only variables of
+ * the http/protobuf run the metrics would go to the default endpoint (127.0.0.1:4317), where nothing of this class
  * listens, each process then retrying until its shutdown timeout (5 s) at the end of the run.
  */
 final class JaegerRoundTripIT {

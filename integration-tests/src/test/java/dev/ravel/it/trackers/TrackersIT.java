@@ -398,8 +398,8 @@ final class TrackersIT {
     env.put("MLFLOW_EXPERIMENT_NAME", EXPERIMENT);
 
     RavelCommand.Result b = RavelCommand.run(env, 600, "run", example(), "grpo.steps=" + (STEPS + 1),
-        "run.mode=async", "generation.workers=1", "telemetry.runs_dir=" + dir.resolve("runs"), "telemetry.trackers=[mlflow,tensorboard]",
-        "--resume", RUN_ID);
+        "run.mode=async", "generation.workers=1", "telemetry.runs_dir=" + dir.resolve("runs"),
+        "telemetry.trackers=[mlflow,tensorboard]", "--resume", RUN_ID);
 
     assertThat(b.exitCode()).as(b.stdout() + b.stderr()).isZero();
     assertThat(b.stdout()).contains("trackers: mlflow 1/1 steps sent; tensorboard 1/1 steps sent");
