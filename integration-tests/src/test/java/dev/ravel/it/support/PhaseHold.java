@@ -48,18 +48,9 @@ public final class PhaseHold {
    * first (its output in {@code out}).
    */
   public void awaitHeld(Process driver, Path out, long boundS) throws Exception {
-    Path entered = PhaseGates.entered(dir, step, phase);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(boundS);
-    while (!Files.exists(entered)) {
-      if (!driver.isAlive()) {
-        throw new AssertionError("the run ended before step " + step + "'s " + phase.label() + " phase:\n"
-            + Files.readString(out, StandardCharsets.UTF_8));
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("the run did not reach step " + step + "'s " + phase.label() + " phase within "
-            + boundS + " s:\n" + Files.readString(out, StandardCharsets.UTF_8));
-      }
-      Thread.sleep(50);
+    if (!await(driver::isAlive, boundS)) {
+      throw new AssertionError("the run ended before step " + step + "'s " + phase.label() + " phase:\n"
+          + Files.readString(out, StandardCharsets.UTF_8));
     }
   }
 
@@ -68,15 +59,27 @@ public final class PhaseHold {
    * process of (a {@link RavelCommand#run} on another thread).
    */
   public void awaitHeld(long boundS) throws InterruptedException {
+    await(() -> true, boundS);
+  }
+
+  /**
+   * Waits (at most {@code boundS} s, then fails) until the driver holds at the phase; false when {@code alive} says
+   * the driver ended first.
+   */
+  private boolean await(java.util.function.BooleanSupplier alive, long boundS) throws InterruptedException {
     Path entered = PhaseGates.entered(dir, step, phase);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(boundS);
     while (!Files.exists(entered)) {
+      if (!alive.getAsBoolean()) {
+        return false;
+      }
       if (System.nanoTime() > deadline) {
         throw new AssertionError("the run did not reach step " + step + "'s " + phase.label() + " phase within "
             + boundS + " s");
       }
       Thread.sleep(50);
     }
+    return true;
   }
 
   /** Lets the held phase begin. */
