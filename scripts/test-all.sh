@@ -59,8 +59,8 @@ unset RAVEL_RAY_VENV RAVEL_RAY_JAR
 RAY_VERSION="${RAVEL_RAY_VERSION:-$(sed -n 's/^DEFAULT_RAY_VERSION=//p' "$ROOT/scripts/setup-ray.sh")}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/ravel-test-all.XXXXXX")"
 touch "$WORK/started" # the test reports of this run are those written after it
-PHASES=()
 SUITE_START=$SECONDS
+SIDE_PID=
 HOG_PID=""
 HOG_START=""
 
@@ -75,8 +75,11 @@ summary() {
   fi
   echo
   echo "== test-all: $([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)")$([ "$STRESS" = 1 ] && echo ', under a CPU hog') in $(( SECONDS - SUITE_START )) s"
+  if [ -n "$SIDE_PID" ]; then
+    wait "$SIDE_PID" 2>/dev/null || true # the Python checks beside Maven: their result is part of this one
+  fi
   local p
-  for p in "${PHASES[@]}"; do printf '   %-44s %6s s\n' "${p% *}" "${p##* }"; done
+  while IFS= read -r p; do printf '   %-60s %6s s\n' "${p% *}" "${p##* }"; done < <(cat "$WORK/phases" 2>/dev/null)
   if [ -f "$WORK/maven.log" ]; then
     echo "   Maven, per module:"
     awk '/Reactor Summary/ {on = 1; next} on && /BUILD/ {exit} on && /(SUCCESS|FAILURE|SKIPPED)/ {sub(/^\[INFO\] /, "     "); print}' "$WORK/maven.log"
@@ -88,12 +91,12 @@ summary() {
 }
 trap summary EXIT
 
-# phase NAME CMD...: runs CMD and records how long it took
+# phase NAME CMD...: runs CMD and records how long it took (in a file: a phase may run in a background job)
 phase() {
   local name="$1" t0=$SECONDS rc=0
   shift
   "$@" || rc=$?
-  PHASES+=("$name $(( SECONDS - t0 ))")
+  echo "$name $(( SECONDS - t0 ))" >> "$WORK/phases"
   return "$rc"
 }
 
@@ -155,10 +158,6 @@ pytest_suite() {
 python_checks() {
   (cd "$ROOT/workers/src/main/python" && "$RAY_VENV/bin/python" -m mypy && "$RAY_VENV/bin/python" -m ruff check ravel_workers ravel_checks tests)
 }
-if [ "${#ONLY[@]}" -eq 0 ]; then
-  phase "mypy and ruff (Python workers)" python_checks
-  phase "pytest (Python workers)" pytest_suite
-fi
 
 # Ravel's vLLM plugin (the ravel-file weight-transfer backend): checked with the Ray virtualenv's mypy and ruff
 # (vLLM is not installed there), tested in vLLM's own virtualenv against a real `vllm serve` on this CPU
@@ -168,7 +167,6 @@ vllm_plugin() {
     "$VLLM_CPU_VENV/bin/python" -m pytest -q -p no:cacheprovider \
       --junitxml="$ROOT/workers/target/pytest/vllm-plugin.junit.xml" tests)
 }
-[ "${#ONLY[@]}" -gt 0 ] || phase "pytest (vLLM plugin, real vllm serve)" vllm_plugin
 
 # mvn with the installed parts: maven GOALS-AND-OPTIONS...
 maven() {
@@ -214,7 +212,25 @@ if [ "${#ONLY[@]}" -gt 0 ]; then
   exit 0
 fi
 
-phase "maven verify (unit and integration tests)" maven verify
+# The Python side (checks, pytest, the vLLM plugin's real vllm serve) runs beside Maven: Maven's build and unit
+# tests keep about one core busy, and the Python side is done about as the integration tests start. Its lines
+# come prefixed with [python]; either side failing fails the command, once both are done.
+python_side() {
+  local rc=0
+  phase "mypy and ruff (Python workers; beside Maven)" python_checks || rc=1
+  phase "pytest (Python workers; beside Maven)" pytest_suite || rc=1
+  phase "pytest (vLLM plugin, real vllm serve; beside Maven)" vllm_plugin || rc=1
+  return "$rc"
+}
+python_side > >(sed -u 's/^/[python] /') 2>&1 &
+SIDE_PID=$!
+MAVEN_RC=0
+phase "maven verify (unit and integration tests)" maven verify || MAVEN_RC=$?
+SIDE_RC=0
+wait "$SIDE_PID" || SIDE_RC=$?
+SIDE_PID=""
+[ "$SIDE_RC" = 0 ] || echo "test-all: the Python side failed (its [python] lines above say where)" >&2
+[ "$MAVEN_RC" = 0 ] && [ "$SIDE_RC" = 0 ] || exit 1
 
 # an application of its own (examples/java-app) built against Ravel's installed artifacts and run: its Java ->
 # Python -> Java pipeline on a Ray head of its own, its trace checked by its own tests

@@ -38,6 +38,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@link #close()} tells the supervisor to stop the head (SIGTERM to the whole group, then SIGKILL after
  * 4 s); anything that still remains is then stopped by its own PID.
+ *
+ * <p>Each head has a temp folder of its own ({@link #tempDir()}, {@code ray start --temp-dir}), not Ray's shared
+ * {@code /tmp/ray}: Ray records there the head started last ({@code ray_current_cluster}) and gives that address to
+ * every job's entrypoint, so with one shared folder a job submitted to this head would join whichever head on the
+ * machine started after it.
  */
 public final class LocalRayHead implements AutoCloseable {
   /** Ray's switch for token authentication ({@code token} or {@code disabled}). */
@@ -57,12 +62,14 @@ public final class LocalRayHead implements AutoCloseable {
   private final int gcsPort;
   private final int dashboardPort;
   private final Path log;
+  private final Path tempDir;
 
-  private LocalRayHead(Process process, int gcsPort, int dashboardPort, Path log) {
+  private LocalRayHead(Process process, int gcsPort, int dashboardPort, Path log, Path tempDir) {
     this.process = process;
     this.gcsPort = gcsPort;
     this.dashboardPort = dashboardPort;
     this.log = log;
+    this.tempDir = tempDir;
   }
 
   public static Builder builder(RayHome home) {
@@ -90,6 +97,23 @@ public final class LocalRayHead implements AutoCloseable {
 
   public Path logFile() {
     return log;
+  }
+
+  /**
+   * The head's own Ray temp folder ({@code ray start --temp-dir}): its sessions, their logs and sockets, and its
+   * {@code ray_current_cluster}. {@code ravel-ray-<gcs port>} in the JVM's temp folder, kept when the head stops
+   * (as Ray keeps {@code /tmp/ray}'s sessions); a later head on the same port adds a session of its own.
+   */
+  public Path tempDir() {
+    return tempDir;
+  }
+
+  /**
+   * The Ray temp folder of a head whose GCS listens on {@code gcsPort} ({@link #tempDir()}): short, as Ray's socket
+   * paths below it must fit a Unix socket address (107 bytes).
+   */
+  public static Path tempDirOf(int gcsPort) {
+    return Path.of(System.getProperty("java.io.tmpdir")).toAbsolutePath().resolve("ravel-ray-" + gcsPort);
   }
 
   public boolean isAlive() {
@@ -305,6 +329,8 @@ public final class LocalRayHead implements AutoCloseable {
       if (numCpus > 0) {
         cmd.add("--num-cpus=" + numCpus);
       }
+      Path rayTemp = tempDirOf(gcs);
+      cmd.add("--temp-dir=" + rayTemp);
       Path dir = logDir != null ? logDir : Path.of(System.getProperty("java.io.tmpdir"));
       Path log;
       try {
@@ -329,7 +355,7 @@ public final class LocalRayHead implements AutoCloseable {
       } catch (IOException e) {
         throw new UncheckedIOException("cannot run " + cmd.get(0), e);
       }
-      LocalRayHead head = new LocalRayHead(p, gcs, dash, log);
+      LocalRayHead head = new LocalRayHead(p, gcs, dash, log, rayTemp);
       try {
         waitReady(head, dashboard);
       } catch (RuntimeException e) {

@@ -4,6 +4,7 @@ import dev.ravel.driver.cluster.LocalRayHead;
 import dev.ravel.driver.cluster.RayHome;
 import dev.ravel.driver.jobs.JobsClient;
 import dev.ravel.driver.jobs.JobsException;
+import dev.ravel.telemetry.config.ConfigException;
 import dev.ravel.telemetry.config.TelemetryConfig;
 import dev.ravel.telemetry.env.HeadEnvironment;
 import dev.ravel.telemetry.env.WorkerEnvironment;
@@ -55,6 +56,13 @@ public final class DriverSession implements AutoCloseable {
    */
   public static final List<String> ADD_OPENS = readAddOpens();
 
+  /**
+   * The environment variable whose options every Java worker's JVM gets after the session's own (heap, GC): what
+   * {@code RAVEL_JAVA_OPTS} is to the driver's JVM. {@code -XX:TieredStopAtLevel=1} there, say, trades a worker's
+   * peak speed for less CPU at its start, as short runs on a small machine want.
+   */
+  public static final String WORKER_JAVA_OPTS_ENV = "RAVEL_WORKER_JAVA_OPTS";
+
   /** The system property that, set to {@code false}, keeps this JVM's class path off the workers' by default. */
   public static final String CLASSPATH_ON_WORKERS_PROPERTY = "ravel.workers.classpath";
 
@@ -87,6 +95,8 @@ public final class DriverSession implements AutoCloseable {
         ? CodeSearchPath.userClasspath(System.getProperty("java.class.path"), home.ravelHome(), ravelJars) : List.of());
     userPath.addAll(b.codeSearchPath);
     this.codePath = CodeSearchPath.of(ravelPath, userPath, home.ravelHome(), ravelJars);
+    List<String> workerJvm = new ArrayList<>(b.workerJvmOptions);
+    workerJvm.addAll(workerJavaOpts(env)); // a word that is not an option fails here, naming the variable
     if (!codePath.user().isEmpty()) {
       LOG.info("workers' code search path: Ravel's, then {} entr{} of yours{}", codePath.user().size(),
           codePath.user().size() == 1 ? "y" : "ies", codePath.user().size() <= 3 ? " " + codePath.user()
@@ -128,7 +138,7 @@ public final class DriverSession implements AutoCloseable {
           : ClusterDashboard.find(addr, env, home.venv());
       RayVersions.check(addr, dashboard);
       connect(addr, started != null ? Optional.of("127.0.0.1") : nodeAddress(addr, dashboard), codePath.entries(),
-          b.workerJvmOptions);
+          workerJvm);
       if (started == null) {
         RunsDirCheck.verify(config.runDir()); // a cluster Ravel did not start may not share the driver's files
       }
@@ -212,6 +222,27 @@ public final class DriverSession implements AutoCloseable {
       return host.equals("127.0.0.1") || host.equals("localhost") ? Optional.of("127.0.0.1") : Optional.empty();
     }
     return chosen;
+  }
+
+  /**
+   * The options {@value #WORKER_JAVA_OPTS_ENV} adds to every Java worker's JVM (after the builder's), split at
+   * whitespace as a shell splits {@code RAVEL_JAVA_OPTS} for the driver's.
+   *
+   * @throws ConfigException when a word is not an option (does not start with {@code -}), naming it
+   */
+  static List<String> workerJavaOpts(Map<String, String> env) {
+    String value = env.getOrDefault(WORKER_JAVA_OPTS_ENV, "").strip();
+    if (value.isEmpty()) {
+      return List.of();
+    }
+    List<String> words = List.of(value.split("\\s+"));
+    for (String w : words) {
+      if (!w.startsWith("-")) {
+        throw new ConfigException(WORKER_JAVA_OPTS_ENV, "'" + w + "' is not a JVM option (each word must start"
+            + " with '-', such as -XX:TieredStopAtLevel=1)");
+      }
+    }
+    return words;
   }
 
   private static void connect(String address, Optional<String> nodeIp, List<Path> codePath, List<String> workerJvm) {

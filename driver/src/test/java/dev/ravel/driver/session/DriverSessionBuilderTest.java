@@ -1,5 +1,6 @@
 package dev.ravel.driver.session;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ravel.telemetry.config.TelemetryConfig;
@@ -26,6 +27,27 @@ final class DriverSessionBuilderTest {
     assertThatThrownBy(() -> builder().headEnv("X", null)).hasMessage("headEnv X: the value is null");
     assertThatThrownBy(() -> builder().codeSearchPath(java.util.Arrays.asList((Path) null)))
         .hasMessage("codeSearchPath entry");
+  }
+
+  @Test
+  void workerJavaOpts_unsetOrBlank_addsNothing() {
+    assertThat(DriverSession.workerJavaOpts(java.util.Map.of())).isEmpty();
+    assertThat(DriverSession.workerJavaOpts(java.util.Map.of(DriverSession.WORKER_JAVA_OPTS_ENV, "  "))).isEmpty();
+  }
+
+  @Test
+  void workerJavaOpts_set_areItsWordsInOrder() {
+    assertThat(DriverSession.workerJavaOpts(java.util.Map.of(DriverSession.WORKER_JAVA_OPTS_ENV,
+        " -XX:TieredStopAtLevel=1 \t-Dx=y ")))
+        .containsExactly("-XX:TieredStopAtLevel=1", "-Dx=y");
+  }
+
+  @Test
+  void workerJavaOpts_aWordThatIsNotAnOption_refusedNamingTheVariableAndTheWord() {
+    assertThatThrownBy(() -> DriverSession.workerJavaOpts(java.util.Map.of(DriverSession.WORKER_JAVA_OPTS_ENV,
+        "-Xss1m Xmx2g")))
+        .isInstanceOf(dev.ravel.telemetry.config.ConfigException.class)
+        .hasMessageStartingWith("RAVEL_WORKER_JAVA_OPTS: 'Xmx2g' is not a JVM option");
   }
 
   @Test

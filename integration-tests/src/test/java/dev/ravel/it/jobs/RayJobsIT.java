@@ -53,9 +53,10 @@ final class RayJobsIT {
   record Cli(int exit, String out, String err) {}
 
   /**
-   * A head of this class's own, not the shared one: a job's entrypoint gets its {@code RAY_ADDRESS} from Ray's
-   * record of the head started last on this machine ({@code /tmp/ray/ray_current_cluster}), so the head the jobs
-   * are submitted to must be the one started last (the shared head was started before other classes' heads).
+   * A head of this class's own, not the shared one: its jobs are Ravel drivers whose end this class waits on. A
+   * job's entrypoint gets its {@code RAY_ADDRESS} from Ray's record of the head started last in the head's temp
+   * folder ({@code ray_current_cluster}); each head has a folder of its own ({@link LocalRayHead#tempDir()}), so
+   * heads that other classes start meanwhile (side by side with this one) do not take the jobs.
    */
   @BeforeAll
   static void startHead() {
