@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the Python workers' pytest suite (with mypy and ruff on the package when present), unit
-# tests (Surefire), then integration tests (Failsafe) that start what they need on loopback: a real Ray head, a
-# real Jaeger v2, a real headless Chromium. Installs those first, idempotently and side by side (the downloads
+# Runs every test: the Python workers' pytest suite (with mypy and ruff on the package when present) and the vLLM
+# plugin's, beside Maven's unit tests (Surefire), then integration tests (Failsafe, two classes at a time) that
+# start what they need on loopback: a real Ray head, a real Jaeger v2, a real headless Chromium. Installs those first, idempotently and side by side (the downloads
 # run while Jaeger compiles): the default Ray (RAVEL_RAY_VERSION, default the newest the tests pass on) and the
 # compat Ray (2.39.0, what Maven Central's io.ray jars match) in project-local virtualenvs, Jaeger built from
 # the Go module proxy, Debian's Chromium, the official OpenAI Python client (pinned, in its own virtualenv) and vLLM
