@@ -49,7 +49,10 @@ public final class LocalRayHead implements AutoCloseable {
   public static final String AUTH_MODE_ENV = "RAY_AUTH_MODE";
 
   private static final Logger LOG = LoggerFactory.getLogger(LocalRayHead.class);
-  /** Ray's default worker port range, 10002-19999, that the head's own ports must avoid. */
+  /**
+   * The range of the head's own ports: clear of Ray's default worker ports (10002-19999, a user's head started
+   * with {@code ray start}) and of the OS's ephemeral ports (32768 and up, this head's workers).
+   */
   private static final int PORT_MIN = 20000;
   private static final int PORT_MAX = 29999;
 
@@ -244,7 +247,7 @@ public final class LocalRayHead implements AutoCloseable {
       this.home = Objects.requireNonNull(home);
     }
 
-    /** The GCS port (default: a free one in 20000-29999, clear of Ray's worker ports). */
+    /** The GCS port (default: a free one in 20000-29999, clear of Ray's default worker ports and the OS's). */
     public Builder gcsPort(int port) {
       this.gcsPort = port;
       return this;
@@ -323,9 +326,11 @@ public final class LocalRayHead implements AutoCloseable {
           "--runtime-env-agent-port=" + distinctFreePort(taken),
           "--dashboard-agent-listen-port=" + distinctFreePort(taken),
           "--dashboard-agent-grpc-port=" + distinctFreePort(taken)));
-      int workers = 10002 + 1000 * (int) (Math.random() * 9);
-      cmd.add("--min-worker-port=" + workers);
-      cmd.add("--max-worker-port=" + (workers + 999));
+      // the workers' ports (the dashboard agent's and the drivers' too) chosen by the OS, never a fixed range: two
+      // heads on one machine given the same range hand out the same ports in the same order, and a worker or agent
+      // that finds its port taken fails its check and takes the raylet down with it (seen with Ray 2.39)
+      cmd.add("--min-worker-port=0");
+      cmd.add("--max-worker-port=0");
       if (numCpus > 0) {
         cmd.add("--num-cpus=" + numCpus);
       }

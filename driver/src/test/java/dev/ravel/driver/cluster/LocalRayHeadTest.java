@@ -90,7 +90,7 @@ final class LocalRayHeadTest {
   }
 
   @Test
-  void start_givesEveryOtherPortAFreeOneOfItsOwnClearOfTheWorkerPorts() throws IOException {
+  void start_givesEveryPortAFreeOneOfItsOwnAndTheWorkersPortsToTheOs() throws IOException {
     fakeRay(READY);
 
     start(builder().dashboard(false));
@@ -110,9 +110,9 @@ final class LocalRayHeadTest {
     ports.remove("port");
     assertThat(ports.values()).doesNotHaveDuplicates().allSatisfy(p -> assertThat(p)
         .isBetween(HEAD_PORT_MIN, HEAD_PORT_MAX).isNotEqualTo(gcs.getLocalPort()));
-    assertThat(maxWorker - minWorker).isEqualTo(999);
-    assertThat(minWorker).isGreaterThanOrEqualTo(10002);
-    assertThat(maxWorker).isLessThan(HEAD_PORT_MIN);
+    // 0 and 0: each worker binds a port the OS picks, so two heads on one machine never hand out the same one
+    assertThat(minWorker).isZero();
+    assertThat(maxWorker).isZero();
   }
 
   @Test
