@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from ravel_checks import prepare
 from ravel_workers import hf
 from ravel_workers.actors import PolicyTrainerImpl, RewardEnvironmentImpl
 from ravel_workers.rewards import RewardError
@@ -132,16 +133,17 @@ def test_reward_spec_refuses_an_unknown_on_error_and_a_negative_timeout() -> Non
         RewardSpec("m", "exact_match", timeout_s=-1)
 
 
-def test_prepare_cli_writes_the_rows_and_names_the_key_of_a_problem(hf_checkpoint: dict[str, str],
-                                                                    tmp_path: Path) -> None:
-    def run(**spec: object) -> subprocess.CompletedProcess[str]:
+def test_prepare_cli_writes_the_rows_and_names_the_key_of_a_problem(hf_checkpoint: dict[str, str], tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    def spec_file(**spec: object) -> Path:
         full = {"model_path": hf_checkpoint["model"], "train": [hf_checkpoint["train"]], "max_prompt_tokens": 64,
                 "reward_function": "exact_match", "out": str(tmp_path / "prepared.jsonl"), **spec}
         (tmp_path / "spec.json").write_text(json.dumps(full), encoding="utf-8")
-        return subprocess.run([sys.executable, "-m", "ravel_checks.prepare", str(tmp_path / "spec.json")],
-                              cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=False)
+        return tmp_path / "spec.json"
 
-    ok = run()
+    # the command as the driver runs it, a process of its own
+    ok = subprocess.run([sys.executable, "-m", "ravel_checks.prepare", str(spec_file())], cwd=PACKAGE,
+                        capture_output=True, text=True, timeout=300, check=False)
     assert ok.returncode == 0, ok.stderr
     summary = json.loads(ok.stdout.strip().splitlines()[-1])
     assert summary["rows"] == 25 and summary["vocab_size"] == 16 and summary["eos_token"] == 1
@@ -149,9 +151,15 @@ def test_prepare_cli_writes_the_rows_and_names_the_key_of_a_problem(hf_checkpoin
     assert rows[0]["prompt"] == "0+0=" and rows[0]["answer"] == "0" and rows[0]["tokens"]
     assert summary["eval_rows"] == 0
 
-    with_eval = run(eval=[hf_checkpoint["eval"]], eval_out=str(tmp_path / "eval.jsonl"))
-    assert with_eval.returncode == 0, with_eval.stderr
-    assert json.loads(with_eval.stdout.strip().splitlines()[-1])["eval_rows"] == 5
+    # the rest through the same entry point in this process (each a process of its own cost 7 s of imports)
+    def run(**spec: object) -> tuple[int, str, str]:
+        code = prepare.main([str(spec_file(**spec))])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = run(eval=[hf_checkpoint["eval"]], eval_out=str(tmp_path / "eval.jsonl"))
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["eval_rows"] == 5
     assert len((tmp_path / "eval.jsonl").read_text(encoding="utf-8").splitlines()) == 5
 
     for spec, line in [({"model_path": "Qwen/Qwen2.5-0.5B"}, "model.path: 'Qwen/Qwen2.5-0.5B' is not a folder here"),
@@ -159,7 +167,7 @@ def test_prepare_cli_writes_the_rows_and_names_the_key_of_a_problem(hf_checkpoin
                        ({"eval": [str(tmp_path / "nope.jsonl")], "eval_out": str(tmp_path / "e.jsonl")},
                         "data.eval: "),
                        ({"reward_function": "nowhere:f"}, "reward.function: nowhere:f: cannot import nowhere")]:
-        bad = run(**spec)
-        assert bad.returncode == 2, bad.stderr
-        assert bad.stderr.strip().startswith(line), bad.stderr
-        assert len(bad.stderr.strip().splitlines()) == 1
+        code, out, err = run(**spec)
+        assert code == 2, err
+        assert err.strip().startswith(line), err
+        assert len(err.strip().splitlines()) == 1
