@@ -43,6 +43,10 @@ import org.slf4j.LoggerFactory;
  * {@code /tmp/ray}: Ray records there the head started last ({@code ray_current_cluster}) and gives that address to
  * every job's entrypoint, so with one shared folder a job submitted to this head would join whichever head on the
  * machine started after it.
+ *
+ * <p>Every port of the head is explicit and free in 20000-29999, picked under a registry of the ports given to this
+ * machine's heads in the last minutes (a file under a lock), so two heads starting at once never take the same one;
+ * its workers bind ports the OS gives them (never a fixed range that another head may hand out in the same order).
  */
 public final class LocalRayHead implements AutoCloseable {
   /** Ray's switch for token authentication ({@code token} or {@code disabled}). */
@@ -178,17 +182,6 @@ public final class LocalRayHead implements AutoCloseable {
     }
   }
 
-  /** A free port in the head's range that is not in {@code taken}; adds it there. */
-  static int distinctFreePort(java.util.Set<Integer> taken) {
-    for (int i = 0; i < 100; i++) {
-      int p = freePort(PORT_MIN, PORT_MAX);
-      if (taken.add(p)) {
-        return p;
-      }
-    }
-    throw new IllegalStateException("no distinct free port between " + PORT_MIN + " and " + PORT_MAX);
-  }
-
   static int freePort(int min, int max) {
     for (int attempt = 0; attempt < 200; attempt++) {
       int port = min + (int) (Math.random() * (max - min));
@@ -310,22 +303,29 @@ public final class LocalRayHead implements AutoCloseable {
 
     /** Starts the head and waits until the GCS (and the dashboard) answer. */
     public LocalRayHead start() {
-      java.util.Set<Integer> taken = new java.util.HashSet<>();
-      int gcs = gcsPort > 0 ? gcsPort : distinctFreePort(taken);
-      taken.add(gcs);
-      int dash = dashboardPort > 0 ? dashboardPort : distinctFreePort(taken);
-      taken.add(dash);
+      // every port explicit, so that two heads on one machine (a user's and a test's) do not collide; the ones not
+      // given are picked under the machine's port registry, so that two heads starting at once never pick the same
+      java.util.Set<Integer> given = new java.util.HashSet<>();
+      if (gcsPort > 0) {
+        given.add(gcsPort);
+      }
+      if (dashboardPort > 0) {
+        given.add(dashboardPort);
+      }
+      java.util.Iterator<Integer> ports = PortRegistry.machine(PORT_MIN, PORT_MAX)
+          .reserve(9 - given.size(), given).iterator();
+      int gcs = gcsPort > 0 ? gcsPort : ports.next();
+      int dash = dashboardPort > 0 ? dashboardPort : ports.next();
       List<String> cmd = new ArrayList<>(List.of(home.rayCommand().toString(), "start", "--head", "--block",
           "--node-ip-address=127.0.0.1", "--port=" + gcs, "--disable-usage-stats",
           "--include-dashboard=" + dashboard, "--dashboard-host=127.0.0.1", "--dashboard-port=" + dash,
-          "--ray-client-server-port=" + distinctFreePort(taken),
-          // every port explicit, so that two heads on one machine (a user's and a test's) do not collide
-          "--node-manager-port=" + distinctFreePort(taken),
-          "--object-manager-port=" + distinctFreePort(taken),
-          "--metrics-export-port=" + distinctFreePort(taken),
-          "--runtime-env-agent-port=" + distinctFreePort(taken),
-          "--dashboard-agent-listen-port=" + distinctFreePort(taken),
-          "--dashboard-agent-grpc-port=" + distinctFreePort(taken)));
+          "--ray-client-server-port=" + ports.next(),
+          "--node-manager-port=" + ports.next(),
+          "--object-manager-port=" + ports.next(),
+          "--metrics-export-port=" + ports.next(),
+          "--runtime-env-agent-port=" + ports.next(),
+          "--dashboard-agent-listen-port=" + ports.next(),
+          "--dashboard-agent-grpc-port=" + ports.next()));
       // the workers' ports (the dashboard agent's and the drivers' too) chosen by the OS, never a fixed range: two
       // heads on one machine given the same range hand out the same ports in the same order, and a worker or agent
       // that finds its port taken fails its check and takes the raylet down with it (seen with Ray 2.39)

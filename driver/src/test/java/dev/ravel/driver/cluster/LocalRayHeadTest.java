@@ -16,13 +16,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -288,26 +285,6 @@ final class LocalRayHeadTest {
     }
 
     assertThat(LocalRayHead.freePort(free, free + 1)).isEqualTo(free);
-  }
-
-  @Test
-  void distinctFreePort_returnsAPortOfTheHeadRangeNotTakenAndTakesIt() {
-    Set<Integer> taken = new HashSet<>(Set.of(1, 2));
-
-    int port = LocalRayHead.distinctFreePort(taken);
-
-    assertThat(port).isBetween(HEAD_PORT_MIN, HEAD_PORT_MAX);
-    assertThat(taken).containsExactlyInAnyOrder(1, 2, port);
-  }
-
-  @Test
-  void distinctFreePort_failsWhenEveryPortOfTheRangeIsTaken() {
-    Set<Integer> taken = new HashSet<>();
-    IntStream.rangeClosed(HEAD_PORT_MIN, HEAD_PORT_MAX).forEach(taken::add);
-
-    assertThatThrownBy(() -> LocalRayHead.distinctFreePort(taken))
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessage("no distinct free port between " + HEAD_PORT_MIN + " and " + HEAD_PORT_MAX);
   }
 
   // ---------------------------------------------------------------- helpers
