@@ -33,8 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * real Ray head: Ray
  * restarts it, the driver (sync) or the collector (async) gives it the current weights and issues the lost
  * call again with the same requests, and the run completes with every step's full batch. In the sync run the
- * reward environment's process is killed too, between two steps, and the next step's score call is issued
- * again on its restarted process.
+ * reward environment's process is killed too, as a later step's reward phase is about to begin (its exit waited on),
+ * and that step's score call is issued again on its restarted process.
  */
 final class WorkerFaultsIT {
   private static final int STEPS = 6;
@@ -45,8 +45,12 @@ final class WorkerFaultsIT {
   private static final int ARMED_AFTER = 2;
   /** The step worker 1 dies in (sync: killed as its generation is about to begin; async: as it waits on the buffer). */
   private static final long KILLED_IN = ARMED_AFTER + 1;
-  /** The step after which the reward environment is killed (sync). */
-  private static final int REWARD_KILLED_AFTER = 4;
+  /**
+   * The step whose reward phase the reward environment dies in (sync): killed as the phase is about to begin. Killed
+   * between two steps instead (a step listener), the next score call went out seconds later, and under a CPU hog Ray
+   * had restarted the actor by then and took the call on the new process without a failure (no restart counted).
+   */
+  private static final int REWARD_KILLED_IN = 5;
 
   @TempDir
   Path runs;
@@ -77,12 +81,6 @@ final class WorkerFaultsIT {
         target.set(worker);
         killerNote.set("worker pid " + pid + " had ended before the killer was armed");
       }
-      if (m.step() == REWARD_KILLED_AFTER && mode.equals("sync")) {
-        // the reward environment, between steps: the next step's score call finds it dead
-        long pid = run.get().faults().processes().get("reward_environment").get(0);
-        ProcessIdentity.of(pid).ifPresent(ProcessIdentity::kill);
-        rewardKilled.set(pid);
-      }
     };
     List<StepRecord> steps;
     try {
@@ -98,6 +96,16 @@ final class WorkerFaultsIT {
             killerNote.set("worker pid " + worker.pid() + " killed as step " + step + "'s " + phase.label()
                 + " began");
             ProcessHandle.of(worker.pid()).ifPresent(h -> h.onExit().join());
+          }
+        }
+        if (step == REWARD_KILLED_IN && phase == Phase.REWARD && mode.equals("sync") && rewardKilled.get() < 0) {
+          // the reward environment, as the step's score call is about to go out: that call finds it dead
+          long pid = run.get().faults().processes().get("reward_environment").get(0);
+          ProcessIdentity env = ProcessIdentity.of(pid).orElseThrow(
+              () -> new AssertionError("reward environment pid " + pid + " had ended before its kill"));
+          if (env.kill()) {
+            rewardKilled.set(pid);
+            ProcessHandle.of(pid).ifPresent(h -> h.onExit().join());
           }
         }
       }));
