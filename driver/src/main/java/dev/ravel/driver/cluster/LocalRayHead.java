@@ -312,20 +312,17 @@ public final class LocalRayHead implements AutoCloseable {
       if (dashboardPort > 0) {
         given.add(dashboardPort);
       }
+      List<String> others = List.of("--ray-client-server-port", "--node-manager-port", "--object-manager-port",
+          "--metrics-export-port", "--runtime-env-agent-port", "--dashboard-agent-listen-port",
+          "--dashboard-agent-grpc-port");
       java.util.Iterator<Integer> ports = PortRegistry.machine(PORT_MIN, PORT_MAX)
-          .reserve(9 - given.size(), given).iterator();
+          .reserve(others.size() + 2 - given.size(), given).iterator();
       int gcs = gcsPort > 0 ? gcsPort : ports.next();
       int dash = dashboardPort > 0 ? dashboardPort : ports.next();
       List<String> cmd = new ArrayList<>(List.of(home.rayCommand().toString(), "start", "--head", "--block",
           "--node-ip-address=127.0.0.1", "--port=" + gcs, "--disable-usage-stats",
-          "--include-dashboard=" + dashboard, "--dashboard-host=127.0.0.1", "--dashboard-port=" + dash,
-          "--ray-client-server-port=" + ports.next(),
-          "--node-manager-port=" + ports.next(),
-          "--object-manager-port=" + ports.next(),
-          "--metrics-export-port=" + ports.next(),
-          "--runtime-env-agent-port=" + ports.next(),
-          "--dashboard-agent-listen-port=" + ports.next(),
-          "--dashboard-agent-grpc-port=" + ports.next()));
+          "--include-dashboard=" + dashboard, "--dashboard-host=127.0.0.1", "--dashboard-port=" + dash));
+      others.forEach(option -> cmd.add(option + "=" + ports.next()));
       // the workers' ports (the dashboard agent's and the drivers' too) chosen by the OS, never a fixed range: two
       // heads on one machine given the same range hand out the same ports in the same order, and a worker or agent
       // that finds its port taken fails its check and takes the raylet down with it (seen with Ray 2.39)
