@@ -1,7 +1,7 @@
 """Contract test: what Ravel's client sends and what `ravel serve` answers, checked by vLLM's own code.
 
 What it checks. `ravel serve --record-exchanges FILE` writes every HTTP exchange it serves as one JSON line
-(`seq`, `method`, `path`, `query`, `headers`, `body`, `status`, `response`; see
+(`seq`, `arrived_by_end`, `method`, `path`, `query`, `headers`, `body`, `status`, `response`; see
 `vllm_contract/sample-exchanges.jsonl`).
 This module reads such logs and runs vLLM 0.33.0's own Python code over them:
 
@@ -19,7 +19,8 @@ This module reads such logs and runs vLLM 0.33.0's own Python code over them:
    replayed in log order, answer 200 in vLLM too, reach the engine in the same order with the same arguments,
    and answer the same bodies; the log keeps vLLM's sequence rules (updates only between a start and a
    finish, no start while one is active, all of it while paused, the transfer engine initialized first), and
-   completions name only weight-version labels vLLM would give ("default" until a finish names one);
+   completions name only weight-version labels vLLM would give: "default", or the label of a finish that
+   arrived before the completion ended (one held by `pause?mode=keep` goes on under the update's weights);
 5. LoRA load/unload bodies validate as vLLM's LoRA request models and answer as vLLM does; `/v1/models`
    answers validate as vLLM's `ModelList` and list the same models; error answers have vLLM's error shape;
 6. a summary (printed; see it with `pytest -s`) and the check that the log holds at least one completion and
@@ -155,6 +156,8 @@ class Exchange:
     line: int
     seq: int
     """The order the exchange arrived at the server (lines are written in the order exchanges end)."""
+    arrived_by_end: int
+    """How many exchanges had arrived when this one's line was written: none that arrived later changed its answer."""
     method: str
     path: str
     query: str
@@ -220,12 +223,15 @@ def _read_log(source: str) -> ExchangeLog:
 
 
 def _exchange(source: str, number: int, value: dict[str, object], where: str) -> Exchange:
-    expected = {"seq", "method", "path", "query", "headers", "body", "status", "response"}
+    expected = {"seq", "arrived_by_end", "method", "path", "query", "headers", "body", "status", "response"}
     if missing := expected - value.keys():
         raise LogFormatError(f"{where}: missing {sorted(missing)}")
     seq = value["seq"]
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         raise LogFormatError(f"{where}: seq is not a positive integer: {seq!r}")
+    arrived_by_end = value["arrived_by_end"]
+    if not isinstance(arrived_by_end, int) or isinstance(arrived_by_end, bool) or arrived_by_end < seq:
+        raise LogFormatError(f"{where}: arrived_by_end is not an integer >= seq ({seq}): {arrived_by_end!r}")
     if unknown := value.keys() - expected:
         raise LogFormatError(f"{where}: unknown fields {sorted(unknown)}")
     texts = {k: value[k] for k in ("method", "path", "query", "body", "response")}
@@ -243,7 +249,8 @@ def _exchange(source: str, number: int, value: dict[str, object], where: str) ->
         if not isinstance(name, str) or not isinstance(header, str) or name != name.lower():
             raise LogFormatError(f"{where}: header {name!r}: {header!r} is not a lowercase name with a string value")
         headers[name] = header
-    return Exchange(source, number, seq, str(texts["method"]), str(texts["path"]), str(texts["query"]), headers,
+    return Exchange(source, number, seq, arrived_by_end, str(texts["method"]), str(texts["path"]),
+                    str(texts["query"]), headers,
                     str(texts["body"]), status, str(texts["response"]))
 
 
@@ -1110,27 +1117,27 @@ def test_completion_weight_versions_name_labels_vllm_would_give(capture: Capture
     logs = _logs(capture)
     problems: list[str] = []
     for log in logs:
-        labels = {INITIAL_WEIGHT_VERSION}
         base_model = _facts(log).model_name
+        finishes = [(ex.seq, version) for ex in log.exchanges
+                    if ex.status == 200 and ex.path == "/finish_weight_update"
+                    and isinstance(version := _as_dict(_safe_json(ex.body)).get("weight_version"), str)]
         for ex in log.exchanges:
-            if ex.status != 200:
+            if ex.status != 200 or ex.path != COMPLETIONS:
                 continue
-            if ex.path == "/finish_weight_update":
-                version = _as_dict(_safe_json(ex.body)).get("weight_version")
-                if isinstance(version, str):
-                    labels.add(version)
-            elif ex.path == COMPLETIONS:
-                named = {_as_dict(span).get("version")
-                         for choice in _as_list(_as_dict(_safe_json(ex.response)).get("choices"))
-                         for span in _as_list(_as_dict(choice).get("weight_versions"))}
-                model = _as_dict(_safe_json(ex.body)).get("model")
-                adapter = model is not None and model != base_model
-                for version in sorted(map(repr, named - labels)):
-                    problems.append(f"{ex.where()}: version {version} is no label vLLM had by then (it had "
-                                    f"{sorted(labels)}: {INITIAL_WEIGHT_VERSION!r}, then each finish_weight_update's "
-                                    "weight_version)" + (f"; model {model!r} is a LoRA adapter, but vLLM labels its "
-                                                         "tokens with the engine's weight version all the same"
-                                                         if adapter else ""))
+            # a finish that arrived before this completion ended may label its tokens (pause?mode=keep holds a
+            # running request across the update); one that arrived after it ended cannot
+            labels = {INITIAL_WEIGHT_VERSION} | {version for seq, version in finishes if seq <= ex.arrived_by_end}
+            named = {_as_dict(span).get("version")
+                     for choice in _as_list(_as_dict(_safe_json(ex.response)).get("choices"))
+                     for span in _as_list(_as_dict(choice).get("weight_versions"))}
+            model = _as_dict(_safe_json(ex.body)).get("model")
+            adapter = model is not None and model != base_model
+            for version in sorted(map(repr, named - labels)):
+                problems.append(f"{ex.where()}: version {version} is no label vLLM had by the time it ended (it had "
+                                f"{sorted(labels)}: {INITIAL_WEIGHT_VERSION!r}, then the weight_version of each "
+                                "finish_weight_update that arrived before it ended)"
+                                + (f"; model {model!r} is a LoRA adapter, but vLLM labels its tokens with the "
+                                   "engine's weight version all the same" if adapter else ""))
     assert not problems, _report("weight_versions labels vLLM would not give", problems)
 
 

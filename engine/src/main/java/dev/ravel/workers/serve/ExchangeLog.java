@@ -16,11 +16,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code ravel serve --record-exchanges FILE}: every exchange as one JSON line {@code {"seq", "method", "path",
- * "query", "headers", "body", "status", "response"}} (headers: only {@code content-type}, {@code x-request-id},
- * {@code traceparent}, {@code tracestate}; bodies as text), in the order the exchanges end; {@code seq} numbers
- * them in the order they arrived (from 1), which a check of the order of calls reads: a client's next call may
- * end before the line of the call it waited for is written. A contract check
+ * {@code ravel serve --record-exchanges FILE}: every exchange as one JSON line {@code {"seq", "arrived_by_end",
+ * "method", "path", "query", "headers", "body", "status", "response"}} (headers: only {@code content-type},
+ * {@code x-request-id}, {@code traceparent}, {@code tracestate}; bodies as text), in the order the exchanges end;
+ * {@code seq} numbers them in the order they arrived (from 1), which a check of the order of calls reads: a client's
+ * next call may end before the line of the call it waited for is written. {@code arrived_by_end} is how many
+ * exchanges had arrived when this one's line was written (so at least {@code seq}): a call that arrived later
+ * cannot have changed what this one answered, while one that arrived earlier may have (a weight update that a
+ * completion held by {@code pause?mode=keep} went on under). A contract check
  * replays the requests through vLLM's own app and renders the answers through vLLM's own code. Nothing secret
  * passes here (no authorization header is kept). A write that fails is logged once and recording stops.
  */
@@ -75,6 +78,7 @@ final class ExchangeLog {
     }
     ObjectNode line = Responses.JSON.createObjectNode();
     line.put("seq", c.seq);
+    line.put("arrived_by_end", arrivals.get());
     line.put("method", ex.getRequestMethod());
     line.put("path", ex.getRequestURI().getPath());
     String q = ex.getRequestURI().getRawQuery();

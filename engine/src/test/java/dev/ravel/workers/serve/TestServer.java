@@ -40,22 +40,26 @@ final class TestServer implements AutoCloseable {
   final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   private TestServer(UnaryOperator<EngineConfig.Builder> tweak) {
-    this(tweak, m -> m);
+    this(tweak, m -> m, null);
   }
 
   private TestServer(UnaryOperator<EngineConfig.Builder> tweak,
-      UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel) {
+      UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel, java.nio.file.Path exchanges) {
     this.weights = weights();
     this.config = tweak.apply(EngineConfig.builder().eosToken(TOKENIZER.eos()).tracing(true).sampleRatio(1.0))
         .build();
     this.server = InferenceServer.builder().engineConfig(config).weights(weights).tokenizer(TOKENIZER)
-        .openTelemetry(sdk).initialModel(initialModel).build();
+        .openTelemetry(sdk).initialModel(initialModel).recordExchanges(exchanges).build();
     this.port = server.start("127.0.0.1", 0);
   }
 
-  /** A server whose initial model is {@code initialModel} applied to the one of its weights. */
-  static TestServer withInitialModel(UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel) {
-    return new TestServer(b -> b, initialModel);
+  /**
+   * A server whose initial model is {@code initialModel} applied to the one of its weights, recording its exchanges
+   * to {@code exchanges} ({@code ravel serve --record-exchanges}) unless null.
+   */
+  static TestServer withInitialModel(UnaryOperator<dev.ravel.workers.model.LanguageModel> initialModel,
+      java.nio.file.Path exchanges) {
+    return new TestServer(b -> b, initialModel, exchanges);
   }
 
   static TestServer start() {

@@ -216,10 +216,11 @@ final class WeightSyncTest {
   @Test
   void pauseKeep_updateMidRequest_tokensCarryBothVersions() throws Exception {
     java.util.concurrent.atomic.AtomicReference<Held> held = new java.util.concurrent.atomic.AtomicReference<>();
+    Path exchanges = dir.resolve("exchanges.jsonl");
     try (TestServer s = TestServer.withInitialModel(m -> {
       held.set(new Held(m));
       return held.get();
-    })) {
+    }, exchanges)) {
       ModelWeights v9 = weights(9);
       String body = "{\"prompt\":[1,10,2,12],\"max_tokens\":30,\"seed\":4,\"logprobs\":0,\"ignore_eos\":true,"
           + "\"return_tokens_as_token_ids\":true,\"return_weight_versions\":true}";
@@ -254,6 +255,20 @@ final class WeightSyncTest {
       assertThat(spans.get(1).get("version").asText()).isEqualTo("9");
       assertThat(spans.get(1).get("start").asInt()).isEqualTo(spans.get(0).get("end").asInt()).isPositive();
       assertThat(spans.get(1).get("end").asInt()).isEqualTo(30);
+
+      // the log says the update could label the completion: it arrived before the completion ended
+      List<JsonNode> lines = new java.util.ArrayList<>();
+      for (String line : Files.readAllLines(exchanges)) {
+        lines.add(TestServer.JSON.readTree(line));
+      }
+      JsonNode completion = lines.stream().filter(l -> l.get("path").asText().equals("/v1/completions"))
+          .findFirst().orElseThrow();
+      JsonNode finish = lines.stream().filter(l -> l.get("path").asText().equals("/finish_weight_update"))
+          .findFirst().orElseThrow();
+      assertThat(completion.get("seq").asLong()).as("arrived first").isLessThan(finish.get("seq").asLong());
+      assertThat(completion.get("arrived_by_end").asLong()).as("ended after the finish arrived")
+          .isGreaterThanOrEqualTo(finish.get("seq").asLong());
+      assertThat(finish.get("arrived_by_end").asLong()).isGreaterThanOrEqualTo(finish.get("seq").asLong());
     }
   }
 
