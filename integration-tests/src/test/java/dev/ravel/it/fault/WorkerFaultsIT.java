@@ -46,9 +46,9 @@ final class WorkerFaultsIT {
   /** The step worker 1 dies in (sync: killed as its generation is about to begin; async: as it waits on the buffer). */
   private static final long KILLED_IN = ARMED_AFTER + 1;
   /**
-   * The step whose reward phase the reward environment dies in (sync): killed as the phase is about to begin. Killed
-   * between two steps instead (a step listener), the next score call went out seconds later, and under a CPU hog Ray
-   * had restarted the actor by then and took the call on the new process without a failure (no restart counted).
+   * The step whose reward phase the reward environment dies in (sync): killed as the phase is about to begin, its exit
+   * waited on. The score call then finds it dead, or (Ray quicker than the call) reaches the restarted process; the
+   * restart is counted either way, since every answer is checked for the process that gave it.
    */
   private static final int REWARD_KILLED_IN = 5;
 
@@ -123,9 +123,12 @@ final class WorkerFaultsIT {
     Finished f = runKillingWorker1("it-fault-sync", "sync");
 
     // The kill landed in step 3's generation, by construction rather than timing: the run's phase hook killed worker
-    // 1 as that phase was about to begin (after the step's refit) and waited for its exit. So the counts below are
-    // exact: the one generate call and the one score call failed, each was issued again once, and the generate
-    // call's whole share went again.
+    // 1 as that phase was about to begin (after the step's refit) and waited for its exit. Its generate call then
+    // either found it dead, or (Ray quicker than the call) reached the restarted process, which answered under the
+    // initial weights: either way that one call failed, the new process was given the step's weights, and the call's
+    // whole share went again once. The reward environment, killed as step 5's reward phase began, is restarted and
+    // counted either way; its score call failed and went again, or had reached the restarted process (whose scores
+    // stand: it holds no state).
     assertThat(f.killedPid()).as(f.killerNote()).isPositive();
     // gone, by its handle (PID and start time): its PID may since have been given to another process
     assertThat(f.target().isAlive()).as("the killed worker process").isFalse();
@@ -137,21 +140,22 @@ final class WorkerFaultsIT {
     // the worker and the reward environment, once each
     assertThat(faults.processes().get("reward_environment")).hasSize(2).first().isEqualTo(f.rewardKilledPid());
     assertThat(faults.restarts()).isEqualTo(2);
-    assertThat(faults.failedCalls()).isEqualTo(2);
-    assertThat(faults.retriedCalls()).isEqualTo(2);
-    // the dead worker's whole share of the step, issued again once (a score call carries no generation request)
-    assertThat(faults.retriedRequests()).isEqualTo(PROMPTS * GROUP / WORKERS);
 
     List<SpanRecord> failed = f.traces().named(SpanNames.FAULT_FAILED_CALL);
     List<SpanRecord> retries = f.traces().named(SpanNames.FAULT_RETRY);
-    assertThat(failed).hasSize(2);
-    assertThat(retries).hasSize(2);
-    SpanRecord rewardFail = failed.stream().filter(x -> "reward_environment".equals(x.attribute(RavelAttributes.FAULT_ACTOR)))
-        .findFirst().orElseThrow();
-    assertThat(byId(f.traces(), rewardFail.parentSpanId()).name()).isEqualTo("rl.grpo.reward_calculation");
-    SpanRecord fail = failed.stream().filter(x -> x != rewardFail).findFirst().orElseThrow();
+    assertThat(failed).hasSize((int) faults.failedCalls()).allSatisfy(x -> assertThat(x.isError()).isTrue());
+    assertThat(retries).hasSize((int) faults.retriedCalls());
+    List<SpanRecord> rewardFails = failed.stream()
+        .filter(x -> "reward_environment".equals(x.attribute(RavelAttributes.FAULT_ACTOR))).toList();
+    assertThat(rewardFails).hasSizeLessThanOrEqualTo(1).allSatisfy(
+        x -> assertThat(byId(f.traces(), x.parentSpanId()).name()).isEqualTo("rl.grpo.reward_calculation"));
+    assertThat(faults.failedCalls()).isEqualTo(1 + rewardFails.size());
+    assertThat(faults.retriedCalls()).isEqualTo(faults.failedCalls());
+    // the dead worker's whole share of the step, issued again once (a score call carries no generation request)
+    assertThat(faults.retriedRequests()).isEqualTo(PROMPTS * GROUP / WORKERS);
+
+    SpanRecord fail = failed.stream().filter(x -> !rewardFails.contains(x)).findFirst().orElseThrow();
     SpanRecord retry = retries.stream().filter(x -> fail.parentSpanId().equals(x.parentSpanId())).findFirst().orElseThrow();
-    assertThat(fail.isError()).isTrue();
     assertThat(fail.events()).extracting(SpanRecord.Event::name).contains("exception");
     assertThat(fail.attribute(RavelAttributes.FAULT_DEAD_PID)).isEqualTo(f.killedPid());
     assertThat(fail.attribute(RavelAttributes.FAULT_ACTOR)).isEqualTo("generation_worker/1");
@@ -168,11 +172,12 @@ final class WorkerFaultsIT {
         .findFirst().orElseThrow();
     assertThat(step.isError()).isFalse(); // the step recovered
     assertThat((Long) step.attribute(RavelAttributes.STEP)).isEqualTo(KILLED_IN);
-    // the new process was given the step's weights before it served (the loop checks every result's version)
-    // and served the later steps' generate calls too
+    // the new process was given the step's weights before its answers were used (the loop checks every result's
+    // version) and served every later step's generate call too
     long newPid = faults.processes().get("generation_worker/1").get(1);
     assertThat(f.traces().named("rl.worker.generate").stream()
-        .filter(s -> Long.valueOf(newPid).equals(s.resourceAttribute(RavelAttributes.PROCESS_PID))).count())
+        .filter(s -> Long.valueOf(newPid).equals(s.resourceAttribute(RavelAttributes.PROCESS_PID)))
+        .map(SpanRecord::traceId).distinct().count())
         .isEqualTo(STEPS - (Long) step.attribute(RavelAttributes.STEP) + 1);
     assertThat(TraceQuality.of(f.traces().spans()).connectedness()).hasValue(1.0);
   }
@@ -186,9 +191,11 @@ final class WorkerFaultsIT {
     FaultStats faults = f.faults();
     assertThat(faults.restarts()).isEqualTo(1);
     assertThat(faults.processes().get("generation_worker/1")).hasSize(2).first().isEqualTo(f.killedPid());
-    assertThat(faults.failedCalls()).isGreaterThanOrEqualTo(1);
-    // the kill lands in the collector's generate calls (their requests issued again) or, when the collector
-    // was paused, in the driver's weight update: either way every request issued again is in a retry span
+    // the next call to worker 1 finds it dead, or reaches its restarted process: a collector's generate call (its
+    // answer under the initial weights dropped, its requests issued again) or the driver's weight update (which
+    // loads the new process). Either way the restart is counted once, and every request issued again is in a
+    // retry span
+    assertThat(faults.retriedCalls()).isEqualTo(f.traces().named(SpanNames.FAULT_RETRY).size());
     assertThat(faults.retriedRequests()).isEqualTo(f.traces().named(SpanNames.FAULT_RETRY).stream()
         .mapToLong(r -> (Long) r.attribute(RavelAttributes.NUM_REQUESTS)).sum());
     assertThat(f.traces().named(SpanNames.FAULT_FAILED_CALL)).hasSize((int) faults.failedCalls())

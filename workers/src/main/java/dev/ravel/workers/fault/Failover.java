@@ -45,7 +45,13 @@ import org.slf4j.LoggerFactory;
  * List<GenerationResult> results = p.get(); // retried here if worker 0 died
  * }</pre>
  *
- * Thread-safe: several calls may fail on one dead worker at once (async mode); its restart is handled, and
+ * <p>A death Ray handles before the next call reaches the actor fails no call: Ray queues the call and hands it to the
+ * restarted process. So after every answer the actor is asked which process it runs in; a process not seen before
+ * is a restart, counted and given the current weights like any other. A generate call such a process answered under
+ * weights older than the current ones (it started from the constructor's) counts as failed (its span says why) and
+ * goes again on the loaded process; an answer that holds no such tokens stands.
+ *
+ * <p>Thread-safe: several calls may fail on one dead worker at once (async mode); its restart is handled, and
  * counted, once.
  */
 public final class Failover {
@@ -149,7 +155,22 @@ public final class Failover {
     Supplier<RavelRef<List<GenerationResult>>> issue = async
         ? () -> w.call(GenerationWorker::generateAsync, packed)
         : () -> w.call(GenerationWorker::generate, packed);
-    return new Pending<>(worker, requests.size(), issue);
+    return new Pending<>(worker, requests.size(), issue, this::servedUnderOlderWeights);
+  }
+
+  /**
+   * Why {@code results} cannot stand: some token was sampled under weights older than the current ones (the answer
+   * of a restarted worker that had not been given them); null when they can.
+   */
+  private String servedUnderOlderWeights(List<GenerationResult> results) {
+    Weights w = weights;
+    if (w == null) {
+      return null; // no refit yet: a restarted worker serves the weights it was built with, the current ones
+    }
+    long oldest = results.stream().filter(r -> r.weightVersion() != GenerationResult.NO_VERSION)
+        .mapToLong(GenerationResult::oldestWeightVersion).min().orElse(w.version());
+    return oldest >= w.version() ? null
+        : "answered under weight version " + oldest + ", older than the current " + w.version();
   }
 
   /**
@@ -158,7 +179,7 @@ public final class Failover {
    */
   public Pending<Long> updateWeights(int worker, ObjectRef<?> ref) {
     RavelActorHandle<GenerationWorker> w = workers.get(worker);
-    return new Pending<>(worker, 0, () -> w.call(GenerationWorker::updateWeights, ref));
+    return new Pending<>(worker, 0, () -> w.call(GenerationWorker::updateWeights, ref), null);
   }
 
   /**
@@ -177,7 +198,7 @@ public final class Failover {
       RavelActorHandle<RewardEnvironment> env = rewards.get(r);
       List<Problem> p = List.copyOf(problems.subList(from, to)); // sent to an actor: serializable
       List<int[]> c = List.copyOf(completions.subList(from, to));
-      pending.add(new Pending<>(workers.size() + r, 0, () -> env.call(RewardEnvironment::score, p, c, step)));
+      pending.add(new Pending<>(workers.size() + r, 0, () -> env.call(RewardEnvironment::score, p, c, step), null));
     }
     List<RewardScores> scores = new ArrayList<>(parts);
     pending.forEach(x -> scores.add(x.get()));
@@ -220,16 +241,27 @@ public final class Failover {
    * After a call to {@code actor} failed because its process died: waits until Ray has restarted it (its
    * process id answers), and gives a restarted worker the current weights, once per new process.
    */
-  private void recover(int actor, RayActorException cause) {
+  private void recover(int actor, RuntimeException cause) {
+    adopt(actor, restartedProcessId(actor, cause), firstLine(cause));
+  }
+
+  /**
+   * Takes process {@code pid} as {@code actor}'s: if it is one not seen before, counts the restart and gives a
+   * restarted worker the current weights (checking the version it answers with). Returns whether it was new.
+   */
+  private boolean adopt(int actor, long pid, String why) {
     List<Long> p = pids.get(actor);
     synchronized (p) {
-      long pid = restartedProcessId(actor, cause);
       if (p.contains(pid)) {
-        return; // already recovered, by a call that failed on the same dead process
+        return false; // already recovered, by a call that failed on the same dead process
       }
+      boolean first = p.isEmpty();
       p.add(pid);
+      if (first) {
+        return false; // its first process, seen before recordProcesses read it
+      }
       String node = ActorNodes.nodeOf(handle(actor));
-      LOG.warn("{} died ({}); Ray restarted it as pid {}{}", name(actor), firstLine(cause), pid,
+      LOG.warn("{} died ({}); Ray restarted it as pid {}{}", name(actor), why, pid,
           node == null ? "" : " on " + node);
       nodes.set(actor, node);
       Weights w = weights;
@@ -240,7 +272,15 @@ public final class Failover {
               + ", expected " + w.version());
         }
       }
+      return true;
     }
+  }
+
+  /** The process {@code actor} answers from now (one call, bounded by the restart wait). */
+  private long processIdNow(int actor) {
+    return actor >= workers.size()
+        ? rewards.get(actor - workers.size()).call(RewardEnvironment::processId).get(restartWaitMs)
+        : workers.get(actor).call(GenerationWorker::processId).get(restartWaitMs);
   }
 
   /**
@@ -248,7 +288,7 @@ public final class Failover {
    * the death fails as well, so the question is asked again, every {@link #ASK_AGAIN_MS} ms, for at most
    * {@code cluster.max_restarts}'s wait, 120 s (a Python actor imports PyTorch when it restarts).
    */
-  private long restartedProcessId(int actor, RayActorException cause) {
+  private long restartedProcessId(int actor, RuntimeException cause) {
     long deadline = System.nanoTime() + restartWaitMs * 1_000_000L;
     while (true) {
       long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
@@ -276,7 +316,7 @@ public final class Failover {
     return actor >= workers.size() ? rewards.get(actor - workers.size()) : workers.get(actor);
   }
 
-  private IllegalStateException notRestarted(int actor, RayActorException cause, RuntimeException e) {
+  private IllegalStateException notRestarted(int actor, RuntimeException cause, RuntimeException e) {
     String where = nodes.get(actor);
     return new IllegalStateException(name(actor) + (where == null ? "" : " (last on " + where + ", "
         + (ActorNodes.alive(where) ? "alive" : "now dead") + ")") + " died and Ray did not restart it within "
@@ -302,64 +342,101 @@ public final class Failover {
     private final int actor;
     private final int requests;
     private final Supplier<RavelRef<R>> issue;
+    /** Why an answer from a process not seen before cannot stand (null: it can); null for calls whose can. */
+    private final java.util.function.Function<R, String> unusable;
     private final RavelRef<R> first;
     private final long issuedAt;
 
-    private Pending(int actor, int requests, Supplier<RavelRef<R>> issue) {
+    private Pending(int actor, int requests, Supplier<RavelRef<R>> issue,
+        java.util.function.Function<R, String> unusable) {
       this.actor = actor;
       this.requests = requests;
       this.issue = issue;
+      this.unusable = unusable;
       this.issuedAt = Spans.nowEpochNanos();
       this.first = issue.get();
     }
 
     /**
-     * The result; if the actor's process died under the call, the call is issued again on the restarted
-     * actor, at most {@code maxRestarts} times.
+     * The result; if the actor's process died under the call, or a process Ray restarted before the call reached it
+     * answered under older weights, the call is issued again on the restarted actor, at most {@code maxRestarts}
+     * times.
      *
      * @throws IllegalStateException naming the actor when it died more often than Ray restarts it
      */
     public R get() {
       long deadPid = lastPid(actor);
       String deadNode = nodes.get(actor);
+      R result;
       try {
-        return first.get();
+        result = first.get();
       } catch (RayActorException e) {
-        failedCalls.incrementAndGet();
-        var failed = Attributes.builder().put(RavelAttributes.FAULT_ACTOR, name(actor))
-            .put(RavelAttributes.FAULT_ATTEMPT, 1L).put(RavelAttributes.FAULT_DEAD_PID, deadPid)
-            .put(RavelAttributes.NUM_REQUESTS, (long) requests);
-        if (deadNode != null) {
-          failed.put(RavelAttributes.FAULT_NODE, deadNode);
-        }
-        spans.failed(SpanGroup.WORKER, SpanNames.FAULT_FAILED_CALL, issuedAt, e, failed.build());
-        RayActorException last = e;
-        for (long attempt = 2; attempt <= maxRestarts + 1L; attempt++) {
+        failed(e, deadPid, deadNode);
+        return again(e, deadPid, deadNode, false);
+      }
+      long pid;
+      try {
+        pid = processIdNow(actor);
+      } catch (RayActorException e) {
+        recover(actor, e); // it died after it answered: the answer stands, the restart is handled now
+        return result;
+      } catch (RayTimeoutException | IllegalStateException e) {
+        throw notRestarted(actor, e, e);
+      }
+      String why = unusable == null ? null : unusable.apply(result);
+      if (!adopt(actor, pid, "restarted before a call reached it" + (why == null ? "" : "; " + why))
+          || why == null) {
+        return result;
+      }
+      // served by a process Ray restarted before the call reached it, under the weights it was built with
+      IllegalStateException e = new IllegalStateException(name(actor) + " was restarted as pid " + pid
+          + " before this call reached it, and " + why);
+      failed(e, deadPid, deadNode);
+      return again(e, deadPid, deadNode, true);
+    }
+
+    private void failed(RuntimeException e, long deadPid, String deadNode) {
+      failedCalls.incrementAndGet();
+      var failed = Attributes.builder().put(RavelAttributes.FAULT_ACTOR, name(actor))
+          .put(RavelAttributes.FAULT_ATTEMPT, 1L).put(RavelAttributes.FAULT_DEAD_PID, deadPid)
+          .put(RavelAttributes.NUM_REQUESTS, (long) requests);
+      if (deadNode != null) {
+        failed.put(RavelAttributes.FAULT_NODE, deadNode);
+      }
+      spans.failed(SpanGroup.WORKER, SpanNames.FAULT_FAILED_CALL, issuedAt, e, failed.build());
+    }
+
+    /** Issues the call again after its first try failed with {@code cause} ({@code recovered}: the restart handled). */
+    private R again(RuntimeException cause, long deadPid, String deadNode, boolean recovered) {
+      RuntimeException last = cause;
+      for (long attempt = 2; attempt <= maxRestarts + 1L; attempt++) {
+        if (!recovered) {
           recover(actor, last);
-          retriedCalls.incrementAndGet();
-          retriedRequests.addAndGet(requests);
-          deadPid = lastPid(actor);
-          try (ScopedSpan s = spans.start(SpanGroup.WORKER, SpanNames.FAULT_RETRY)) {
-            s.set(RavelAttributes.FAULT_ACTOR, name(actor)).set(RavelAttributes.FAULT_ATTEMPT, attempt)
-                .set(RavelAttributes.NUM_REQUESTS, (long) requests);
-            if (deadNode != null) { // where the process that died ran, and whether its node died with it
-              s.set(RavelAttributes.FAULT_NODE, deadNode)
-                  .set(RavelAttributes.FAULT_NODE_DEAD, !ActorNodes.alive(deadNode));
-            }
-            deadNode = nodes.get(actor);
-            try {
-              return issue.get().get();
-            } catch (RayActorException again) {
-              failedCalls.incrementAndGet();
-              s.set(RavelAttributes.FAULT_DEAD_PID, deadPid).error(again);
-              last = again;
-            }
+        }
+        recovered = false;
+        retriedCalls.incrementAndGet();
+        retriedRequests.addAndGet(requests);
+        deadPid = lastPid(actor);
+        try (ScopedSpan s = spans.start(SpanGroup.WORKER, SpanNames.FAULT_RETRY)) {
+          s.set(RavelAttributes.FAULT_ACTOR, name(actor)).set(RavelAttributes.FAULT_ATTEMPT, attempt)
+              .set(RavelAttributes.NUM_REQUESTS, (long) requests);
+          if (deadNode != null) { // where the process that died ran, and whether its node died with it
+            s.set(RavelAttributes.FAULT_NODE, deadNode)
+                .set(RavelAttributes.FAULT_NODE_DEAD, !ActorNodes.alive(deadNode));
+          }
+          deadNode = nodes.get(actor);
+          try {
+            return issue.get().get();
+          } catch (RayActorException again) {
+            failedCalls.incrementAndGet();
+            s.set(RavelAttributes.FAULT_DEAD_PID, deadPid).error(again);
+            last = again;
           }
         }
-        throw new IllegalStateException(name(actor) + (maxRestarts == 0 ? " died and is not restarted"
-            : " died " + (maxRestarts + 1) + " times under one call") + " (cluster.max_restarts=" + maxRestarts
-            + "): " + firstLine(last), last);
       }
+      throw new IllegalStateException(name(actor) + (maxRestarts == 0 ? " died and is not restarted"
+          : " died " + (maxRestarts + 1) + " times under one call") + " (cluster.max_restarts=" + maxRestarts
+          + "): " + firstLine(last), last);
     }
   }
 }

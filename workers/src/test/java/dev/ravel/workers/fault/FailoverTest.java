@@ -106,6 +106,12 @@ final class FailoverTest {
       return generate(requests);
     }
 
+    /** Ray restarted it between calls: no call fails, the next is served by the new process, built afresh. */
+    void restartedByRay() {
+      pid++;
+      loaded = 0;
+    }
+
     @Override
     public long updateWeights(ObjectRef<?> weights) {
       loaded = (Long) weights.get();
@@ -291,17 +297,82 @@ final class FailoverTest {
   }
 
   @Test
-  void updateWeights_twoCallsFailOnOneDeadProcess_itsRestartIsCountedAndLoadedOnce() {
+  void updateWeights_restartedBeforeTheCalls_itsRestartIsCountedAndLoadedOnce() {
     DyingWorker dying = new DyingWorker(0);
     Failover f = failover(3, dying);
     f.weights(new Weights(4), 4);
-    dying.pid = 101; // died before the calls: both find the new process
+    dying.restartedByRay(); // died before the calls: both find the new process, neither fails
     assertThat(f.updateWeights(0, new Weights(4)).get()).isEqualTo(4L);
     assertThat(f.updateWeights(0, new Weights(4)).get()).isEqualTo(4L);
-    assertThat(f.stats().restarts()).isZero(); // no call failed: nothing to tell a restart by yet
+    assertThat(f.stats().processes().get("generation_worker/0")).containsExactly(100L, 101L);
+    assertThat(f.stats().restarts()).isEqualTo(1);
+    assertThat(f.stats().failedCalls()).isZero();
     dying.deathsLeft.set(2);
     f.generate(0, false, requests(1)).get();
-    assertThat(f.stats().processes().get("generation_worker/0")).containsExactly(100L, 102L, 103L);
+    assertThat(f.stats().processes().get("generation_worker/0")).containsExactly(100L, 101L, 102L, 103L);
+  }
+
+  @Test
+  void generate_restartedBeforeTheCallReachedIt_theAnswerUnderOlderWeightsCountsAsFailedAndGoesAgainLoaded() {
+    DyingWorker dying = new DyingWorker(0);
+    Failover f = failover(3, dying);
+    f.weights(new Weights(7), 7);
+    dying.restartedByRay(); // Ray restarted it before the call: the call does not fail, the new process serves v0
+    String stepSpan;
+    List<GenerationResult> results;
+    try (ScopedSpan step = spans.start(SpanGroup.GENERATION, SpanNames.VLLM_GENERATE)) {
+      stepSpan = step.spanContext().getSpanId();
+      results = f.generate(0, true, requests(3)).get();
+    }
+
+    assertThat(results).allSatisfy(r -> assertThat(r.weightVersion()).isEqualTo(7));
+    assertThat(dying.log).containsExactly("generate [s1-r0, s1-r1, s1-r2] at v0", "load v7",
+        "generate [s1-r0, s1-r1, s1-r2] at v7");
+    FaultStats stats = f.stats();
+    assertThat(stats.processes()).containsEntry("generation_worker/0", List.of(100L, 101L));
+    assertThat(stats.restarts()).isEqualTo(1);
+    assertThat(stats.failedCalls()).isEqualTo(1);
+    assertThat(stats.retriedCalls()).isEqualTo(1);
+    assertThat(stats.retriedRequests()).isEqualTo(3);
+    SpanData failed = named(SpanNames.FAULT_FAILED_CALL).get(0);
+    assertThat(named(SpanNames.FAULT_FAILED_CALL)).hasSize(1);
+    assertThat(named(SpanNames.FAULT_RETRY)).hasSize(1).allSatisfy(r -> assertThat(r.getParentSpanId()).isEqualTo(stepSpan));
+    assertThat(failed.getParentSpanId()).isEqualTo(stepSpan);
+    assertThat(failed.getAttributes().get(RavelAttributes.FAULT_DEAD_PID)).isEqualTo(100L);
+    assertThat(failed.getEvents()).singleElement().satisfies(e -> assertThat(e.getAttributes().toString())
+        .contains("restarted as pid 101 before this call reached it")
+        .contains("answered under weight version 0, older than the current 7"));
+  }
+
+  @Test
+  void generate_restartedBeforeTheCallBeforeAnyRefit_theAnswerStandsAndTheRestartIsCounted() {
+    DyingWorker dying = new DyingWorker(0);
+    Failover f = failover(3, dying);
+    dying.restartedByRay(); // its new process serves the weights it was built with: the run's current ones
+
+    assertThat(f.generate(0, false, requests(2)).get()).hasSize(2);
+
+    assertThat(dying.log).containsExactly("generate [s1-r0, s1-r1] at v0");
+    assertThat(f.stats().processes()).containsEntry("generation_worker/0", List.of(100L, 101L));
+    assertThat(f.stats().restarts()).isEqualTo(1);
+    assertThat(f.stats().failedCalls()).isZero();
+    assertThat(f.stats().retriedCalls()).isZero();
+    assertThat(exported.getFinishedSpanItems()).isEmpty();
+  }
+
+  @Test
+  void score_rewardEnvironmentRestartedBeforeTheCall_theScoresStandAndTheRestartIsCounted() {
+    DyingReward env = new DyingReward();
+    env.calls.set(1); // does not die under a call
+    Failover f = new Failover(spans, 1, List.of(), List.of(local(env, RewardEnvironment.class)));
+    f.recordProcesses();
+    env.pid++; // Ray restarted it before the call
+
+    assertThat(f.score(List.of(new Problem("1+2=", "3")), List.of(new int[] {5}), 1).size()).isEqualTo(1);
+
+    assertThat(env.calls).hasValue(2); // asked once
+    assertThat(f.stats().processes()).containsEntry(Failover.REWARD, List.of(500L, 501L));
+    assertThat(f.stats().failedCalls()).isZero();
   }
 
   @Test
