@@ -276,13 +276,6 @@ public final class Failover {
     }
   }
 
-  /** The process {@code actor} answers from now (one call, bounded by the restart wait). */
-  private long processIdNow(int actor) {
-    return actor >= workers.size()
-        ? rewards.get(actor - workers.size()).call(RewardEnvironment::processId).get(restartWaitMs)
-        : workers.get(actor).call(GenerationWorker::processId).get(restartWaitMs);
-  }
-
   /**
    * The process id the actor answers with once Ray has restarted it. A call issued before Ray has noticed
    * the death fails as well, so the question is asked again, every {@link #ASK_AGAIN_MS} ms, for at most
@@ -345,6 +338,12 @@ public final class Failover {
     /** Why an answer from a process not seen before cannot stand (null: it can); null for calls whose can. */
     private final java.util.function.Function<R, String> unusable;
     private final RavelRef<R> first;
+    /**
+     * The actor's process id, asked right after the call: Ray never hands a later call to an older process, so a call
+     * a restarted process served was followed there by this question (and on an actor that serves one call at a time,
+     * the answer does not wait for the caller's next calls).
+     */
+    private final RavelRef<Long> probe;
     private final long issuedAt;
 
     private Pending(int actor, int requests, Supplier<RavelRef<R>> issue,
@@ -355,6 +354,9 @@ public final class Failover {
       this.unusable = unusable;
       this.issuedAt = Spans.nowEpochNanos();
       this.first = issue.get();
+      this.probe = actor >= workers.size()
+          ? rewards.get(actor - workers.size()).call(RewardEnvironment::processId)
+          : workers.get(actor).call(GenerationWorker::processId);
     }
 
     /**
@@ -374,23 +376,29 @@ public final class Failover {
         failed(e, deadPid, deadNode);
         return again(e, deadPid, deadNode, false);
       }
+      String why = unusable == null ? null : unusable.apply(result);
       long pid;
       try {
-        pid = processIdNow(actor);
+        pid = probe.get(restartWaitMs);
       } catch (RayActorException e) {
-        recover(actor, e); // it died after it answered: the answer stands, the restart is handled now
-        return result;
+        // it died about when it answered: the restart is handled now, and the answer stands unless it is stale
+        recover(actor, e);
+        return why == null ? result : failedAgain(name(actor) + " died as it answered, and " + why, deadPid,
+            deadNode);
       } catch (RayTimeoutException | IllegalStateException e) {
         throw notRestarted(actor, e, e);
       }
-      String why = unusable == null ? null : unusable.apply(result);
       if (!adopt(actor, pid, "restarted before a call reached it" + (why == null ? "" : "; " + why))
           || why == null) {
         return result;
       }
-      // served by a process Ray restarted before the call reached it, under the weights it was built with
-      IllegalStateException e = new IllegalStateException(name(actor) + " was restarted as pid " + pid
-          + " before this call reached it, and " + why);
+      return failedAgain(name(actor) + " was restarted as pid " + pid + " before this call reached it, and " + why,
+          deadPid, deadNode);
+    }
+
+    /** A call whose answer cannot stand ({@code why}), the restart behind it handled: failed, issued again. */
+    private R failedAgain(String why, long deadPid, String deadNode) {
+      IllegalStateException e = new IllegalStateException(why);
       failed(e, deadPid, deadNode);
       return again(e, deadPid, deadNode, true);
     }
