@@ -44,7 +44,7 @@ from .grpo import (
 )
 from .role import role_method
 from .telemetry import ProcessTelemetry, process_telemetry, startup_span
-from .weights import Weights, gather
+from .weights import Weights, gather_state
 from .wire import (
     EngineStats,
     GenerationRequest,
@@ -148,6 +148,12 @@ class PolicyTrainerImpl(RoleActor):
 
     ``logprobs`` caches the batch's reference log-probs; the ``train`` call that follows on the same batch
     (same request ids, same policy version) reuses them, so the reference pass runs once per step.
+
+    In a trainer group (:mod:`ravel_workers.group`) every rank takes ``logprobs``, ``train`` and ``checkpoint``: each
+    computes the log-probs of its shard of the batch and the ranks sum them into the whole batch's rows (so every
+    rank has the whole batch's advantages and reference log-probs); with ``fsdp2`` each holds a shard of the policy,
+    the reference and the AdamW state, and the whole weights are gathered onto rank 0 at the end of each update, which
+    rank 0 alone then publishes for the refit.
     """
 
     ROLE = "policy_trainer"
@@ -164,6 +170,9 @@ class PolicyTrainerImpl(RoleActor):
         self._cache: tuple[list[str], int, torch.Tensor] | None = None
         self._published: Weights | None = None
         self._published_file: dict[str, Any] | None = None
+        # fsdp2: the whole weights of a version, gathered onto rank 0 (empty elsewhere) after each update
+        self._whole: tuple[int, dict[str, torch.Tensor]] | None = None
+        self._trained: torch.nn.Module | None = None  # ddp: the wrapper the passes run through
         self.reference_passes = 0  # how many reference forward passes ran (the cache is meant to save them)
         # the run's start-up trace: policy, reference, optimiser and a resumed run's state, under the trainers'
         # rl.run.actors (docs/design.md)
@@ -171,13 +180,28 @@ class PolicyTrainerImpl(RoleActor):
             self.model = policy.build_model(self.spec.model, self.spec.seed, self.device)
             self.reference = policy.build_model(self.spec.model, self.spec.seed, self.device)
             self.reference.requires_grad_(False)
-            params = [p for p in self.model.parameters() if p.requires_grad]
-            self.optimizer = torch.optim.AdamW(params, lr=self.grpo.learning_rate, betas=(0.9, 0.99), eps=1e-8,
-                                               weight_decay=self.grpo.weight_decay)
+            self.optimizer = self._new_optimizer()
             if self.spec.resume_from:
                 self._restore(Path(self.spec.resume_from))
             # a checkpoint of your model is written as one too (save_pretrained), with its tokenizer
             self.tokenizer = hf.load_tokenizer(self.spec.model.path) if self.spec.model.path else None
+
+    def _new_optimizer(self) -> torch.optim.Optimizer:
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=self.grpo.learning_rate, betas=(0.9, 0.99), eps=1e-8,
+                                 weight_decay=self.grpo.weight_decay)
+
+    def _parameters(self) -> list[torch.Tensor]:
+        """The parameters the optimizer steps (an fsdp2 group's: this rank's shards)."""
+        return [p for pg in self.optimizer.param_groups for p in pg["params"]]
+
+    @property
+    def _grouped(self) -> bool:
+        return self.spec.world_size > 1
+
+    @property
+    def _sharded(self) -> bool:
+        return self._grouped and self.spec.strategy == group.FSDP2
 
     # ------------------------------------------------------------------------------------------ maths
 
@@ -195,8 +219,19 @@ class PolicyTrainerImpl(RoleActor):
                     raise ValueError(f"batch: trajectory {i} token {j} = {t} is outside the vocabulary")
 
     def _logprobs(self, model: torch.nn.Module, batch: list[Trajectory]) -> tuple[torch.Tensor, torch.Tensor]:
-        return completion_logprobs(model, [t.prompt for t in batch], [t.completion for t in batch],
-                                   self.grpo.temperature, self.device)
+        """The batch's completion log-probs and mask under ``model``; in a group, each rank computes its shard's and
+        the ranks sum them into the whole batch's rows."""
+        if not self._grouped:
+            return completion_logprobs(model, [t.prompt for t in batch], [t.completion for t in batch],
+                                       self.grpo.temperature, self.device)
+        n = len(batch)
+        mine = group.shard(n, self.spec.rank, self.spec.world_size)
+        part = batch[mine.start:mine.stop] or batch[:1]  # a rank without sequences still takes part in the pass
+        lp, mask = completion_logprobs(model, [t.prompt for t in part], [t.completion for t in part],
+                                       self.grpo.temperature, self.device)
+        width = max(1, max(len(t.completion) for t in batch))
+        return (group.whole_batch_rows(lp.detach(), mine, n, width),
+                group.whole_batch_rows(mask, mine, n, width))
 
     def _reference(self, batch: list[Trajectory]) -> torch.Tensor:
         with torch.no_grad():
@@ -256,36 +291,48 @@ class PolicyTrainerImpl(RoleActor):
                 old = self._logprobs(self.model, batch)[0].detach()
         update = adv.kept_count > 0
         mb = g.micro_batch_size if g.micro_batch_size > 0 else n
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        # the optimizer's: an fsdp2 model lists its root's unsharded parameters between a forward pass and the next
+        # backward pass, not the shards that hold the gradients
+        params = self._parameters()
         first_lr = self._learning_rate()
         measures = Measures()
         loss_total = 0.0
         norm_total = 0.0
-        grouped = self.spec.world_size > 1
-        mine = group.shard(n, self.spec.rank, self.spec.world_size)  # a trainer alone: the whole batch
+        grouped = self._grouped
+        world = self.spec.world_size
+        # a trainer alone: the whole batch; in a group, this rank's shard, as many micro-batches as every rank
+        parts = group.micro_batches(n, self.spec.rank, world, mb)
+        trained = self._trained or self.model
         self.model.train()
         try:
             for _ in range(g.ppo_epochs):
                 self.optimizer.zero_grad(set_to_none=True)
-                for a in range(mine.start, mine.stop, mb):
-                    e = min(a + mb, mine.stop)
+                for i, rows in enumerate(parts):
+                    last = i == len(parts) - 1
+                    a, e = (rows.start, rows.stop) if rows is not None else (0, 1)  # a stand-in: weight 0
                     part = batch[a:e]
-                    pol, mask, ent = completion_logprobs_entropy(
-                        self.model, [t.prompt for t in part], [t.completion for t in part], g.temperature, self.device)
-                    w = pol.shape[1]
-                    result = grpo_loss(pol, behaviour[a:e, :w], None if old is None else old[a:e, :w],
-                                       None if ref is None else ref[a:e, :w], mask, adv_t[a:e], scales[a:e], g)
-                    if update:
-                        result.loss.backward()  # type: ignore[no-untyped-call]  # torch's backward is unannotated
-                    loss_total += float(result.loss.item())
-                    measures = measures.plus(result.measures).plus(Measures(entropy_sum=float(ent.sum().item())))
+                    with self._gradient_sync(last):
+                        pol, mask, ent = completion_logprobs_entropy(
+                            trained, [t.prompt for t in part], [t.completion for t in part], g.temperature,
+                            self.device)
+                        w = pol.shape[1]
+                        result = grpo_loss(pol, behaviour[a:e, :w], None if old is None else old[a:e, :w],
+                                           None if ref is None else ref[a:e, :w], mask, adv_t[a:e], scales[a:e], g)
+                        if update:
+                            # the group's gradient is the sum of the ranks'; a stand-in pass adds nothing
+                            weight = 0.0 if rows is None else group.loss_weight(self.spec.strategy, world)
+                            (result.loss * weight).backward()  # type: ignore[no-untyped-call]  # unannotated
+                    if rows is not None:
+                        loss_total += float(result.loss.item())
+                        measures = measures.plus(result.measures).plus(Measures(entropy_sum=float(ent.sum().item())))
                 if not update:
                     break  # no sequence in the update: no optimizer step (the weights are published unchanged)
-                if grouped:
-                    group.all_reduce_gradients(params)  # the whole batch's gradient, on every rank
                 with_grad = [p for p in params if p.grad is not None]
                 max_norm = g.max_grad_norm if g.max_grad_norm > 0 else float("inf")
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(with_grad, max_norm))
+                if self._sharded:
+                    grad_norm = group.clip_sharded_gradients(with_grad, max_norm)
+                else:
+                    grad_norm = float(torch.nn.utils.clip_grad_norm_(with_grad, max_norm))
                 if not math.isfinite(grad_norm):
                     raise ValueError(f"grad: global norm is not finite: {grad_norm}")
                 for param_group in self.optimizer.param_groups:
@@ -300,6 +347,12 @@ class PolicyTrainerImpl(RoleActor):
         epochs = g.ppo_epochs if update else 0
         passes = max(1, epochs)
         self.version += 1
+        self._gather_whole()
+        span = trace.get_current_span()
+        if grouped:
+            span.set_attribute(names.TRAINER_STRATEGY, self.spec.strategy)
+        span.set_attribute(names.TRAINER_PARAM_BYTES, group.local_bytes(self._parameters()))
+        span.set_attribute(names.TRAINER_OPTIMIZER_BYTES, group.local_bytes(group.optimizer_tensors(self.optimizer)))
         return TrainOutcome(
             version=self.version, loss=loss_total / passes, kl=measures.kl, entropy=measures.entropy,
             clip_fraction=measures.clip_fraction, clip_low=measures.clip_low, clip_high=measures.clip_high,
@@ -307,6 +360,30 @@ class PolicyTrainerImpl(RoleActor):
             tis_truncated=measures.tis_truncated, grad_norm=norm_total / passes, learning_rate=first_lr,
             zero_advantage_groups=adv.zero_advantage_groups, kept_sequences=adv.kept_count, epochs=epochs,
             mean_reward=sum(t.reward for t in batch) / n, tokens=measures.tokens // passes, sequences=n)
+
+    def _gradient_sync(self, last: bool) -> contextlib.AbstractContextManager[Any]:
+        """Around a micro-batch's passes: the ranks' gradients are reduced on the last one only (accumulated
+        locally before it)."""
+        if self._trained is not None and not last:
+            no_sync: contextlib.AbstractContextManager[Any] = self._trained.no_sync()  # type: ignore[operator]
+            return no_sync
+        if self._sharded:
+            self.model.set_requires_gradient_sync(last)  # type: ignore[operator]  # FSDPModule's, added in place
+        return contextlib.nullcontext()
+
+    def _gather_whole(self) -> None:
+        """fsdp2: gathers the whole weights of the current version onto rank 0 (every rank takes part)."""
+        if self._sharded:
+            self._whole = (self.version, group.full_state_dict(self.model))
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        """The current version's whole weights on the CPU (rank 0's; a rank of an fsdp2 group holds them only there)."""
+        if not self._sharded:
+            return policy.state_dict_cpu(self.model)
+        if self._whole is None or self._whole[0] != self.version or not self._whole[1]:
+            raise RuntimeError(f"rank {self.spec.rank} of an fsdp2 trainer group holds no whole weights of version"
+                               f" {self.version}: rank 0 publishes them")
+        return self._whole[1]
 
     @role_method(traced=False)  # set-up, before any step: in no step's trace
     def rendezvous(self) -> str:
@@ -324,6 +401,22 @@ class PolicyTrainerImpl(RoleActor):
             return 1
         with self._lock:
             group.join(address, self.spec.rank, self.spec.world_size, self.device, self.model)
+            if self.spec.strategy == group.FSDP2:
+                # a resumed run's AdamW state (read only when there is one: torch's reader of a fresh optimizer's state
+                # takes a step of its own to make one, and the first real step's bias correction would be off)
+                state = (group.optimizer_state(self.model, self.optimizer, sharded=False) if self.optimizer.state
+                         else None)
+                group.shard_fsdp2(self.model, self.device, self.spec.world_size)
+                group.shard_fsdp2(self.reference, self.device, self.spec.world_size)
+                self.optimizer = self._new_optimizer()  # over the shards
+                if state is not None:
+                    group.load_optimizer_state(self.model, self.optimizer, state, sharded=True)
+                self._gather_whole()
+            else:
+                from torch.nn.parallel import DistributedDataParallel
+
+                self._trained = DistributedDataParallel(
+                    self.model, device_ids=[self.device.index or 0] if self.device.type == "cuda" else None)
             self._published = None
             self._published_file = None
         return self.spec.world_size
@@ -340,7 +433,7 @@ class PolicyTrainerImpl(RoleActor):
         with self._lock:
             if self._published is None or self._published.version != self.version:
                 with refit_stage(self.telemetry, names.REFIT_GATHER, 0) as stage:
-                    self._published = gather(self.model, self.version)
+                    self._published = gather_state(self._state(), self.version)
                     stage.set_attribute(names.REFIT_BYTES, self._published.nbytes)
             return self._published
 
@@ -362,7 +455,7 @@ class PolicyTrainerImpl(RoleActor):
         with self._lock:
             if self._published_file is None or self._published_file["version"] != self.version:
                 with refit_stage(self.telemetry, names.REFIT_GATHER, 0) as stage:
-                    self._published_file = _write_weights_file(self.model, self.version, Path(directory))
+                    self._published_file = _write_weights_file(self._state(), self.version, Path(directory))
                     stage.set_attribute(names.REFIT_BYTES, int(self._published_file["bytes"]))
             return json.dumps(self._published_file)
 
@@ -376,7 +469,11 @@ class PolicyTrainerImpl(RoleActor):
         if missing:
             raise ValueError(f"resume_from: {file} holds no {', '.join(missing)} (not a trainer state)")
         self.model.load_state_dict(state["state_dict"], strict=True)
-        self.optimizer.load_state_dict(state["optimizer"])
+        optimizer = state["optimizer"]
+        if any(isinstance(k, str) for k in optimizer.get("state", {})):  # keyed by parameter name (an fsdp2 group's)
+            group.load_optimizer_state(self.model, self.optimizer, optimizer, sharded=False)
+        else:
+            self.optimizer.load_state_dict(optimizer)
         self.version = int(state["version"])
         self.optimizer_steps = int(state["optimizer_steps"])
 
@@ -385,24 +482,36 @@ class PolicyTrainerImpl(RoleActor):
         """Writes ``<directory>/weights-v<version>.pt`` atomically (a temp file, then a rename) and returns its path:
         the weights' ``version`` and ``state_dict`` (:func:`policy.read_blob` reads them) with the AdamW state and
         the optimizer steps taken, all a resumed trainer needs to go on bit for bit; beside it
-        ``weights-v<version>.pt.sha256``, the weights' digest (:func:`policy.weights_sha256`). A policy loaded from
+        ``weights-v<version>.pt.sha256``, the weights' digest (:func:`policy.state_sha256`). A policy loaded from
         ``model.path`` is also written as ``<directory>/hf/``, ``save_pretrained`` with its tokenizer, which
-        ``AutoModelForCausalLM.from_pretrained`` loads."""
+        ``AutoModelForCausalLM.from_pretrained`` loads.
+
+        In a group every rank is called: an fsdp2 group gathers the AdamW state onto rank 0 (its whole weights are
+        gathered already), and rank 0 writes the whole state, which a group of any size (or a trainer alone) goes on
+        from; the other ranks return the same path."""
+        folder = Path(directory)
         with self._lock:
             version = self.version
-            state = {"version": version, "state_dict": policy.state_dict_cpu(self.model),
-                     "optimizer": self.optimizer.state_dict(), "optimizer_steps": self.optimizer_steps}
+            target = (folder / f"weights-v{version}.pt").absolute()
+            # an fsdp2 group's AdamW state, keyed by parameter name, gathered whole onto rank 0 (every rank takes part)
+            optimizer = group.optimizer_state(self.model, self.optimizer, sharded=True) if self._sharded else None
+            if self.spec.rank != 0:
+                return str(target)
+            if optimizer is None:
+                optimizer = self.optimizer.state_dict()
+            weights = self._state()
+            state = {"version": version, "state_dict": weights, "optimizer": optimizer,
+                     "optimizer_steps": self.optimizer_steps}
             buf = io.BytesIO()
             torch.save(state, buf)
             blob = buf.getvalue()
-            digest = policy.weights_sha256(self.model)
-        folder = Path(directory)
+            digest = policy.state_sha256(weights)
         folder.mkdir(parents=True, exist_ok=True)
         if self.tokenizer is not None:
             with self._lock:
                 staging = Path(tempfile.mkdtemp(prefix=".hf.", dir=folder))
                 try:
-                    hf.save(self.model, self.tokenizer, staging)
+                    hf.save(self.model, self.tokenizer, staging, weights)
                     final = folder / "hf"
                     if final.exists():
                         shutil.rmtree(final)
@@ -410,20 +519,19 @@ class PolicyTrainerImpl(RoleActor):
                 except BaseException:
                     shutil.rmtree(staging, ignore_errors=True)
                     raise
-        target = (folder / f"weights-v{version}.pt").absolute()
         _write_atomically(target, blob)
         _write_atomically(Path(f"{target}.sha256"), (digest + "\n").encode())
         return str(target)
 
 
-def _write_weights_file(model: torch.nn.Module, version: int, folder: Path) -> dict[str, Any]:
-    """``model``'s weights as ``folder/weights-v<version>.safetensors`` (atomically); removes the files of versions
+def _write_weights_file(state: dict[str, torch.Tensor], version: int, folder: Path) -> dict[str, Any]:
+    """The weights ``state`` as ``folder/weights-v<version>.safetensors`` (atomically); removes the files of versions
     before ``version - 1``. Returns ``{"path", "sha256", "bytes", "version"}``."""
     from safetensors.torch import save
 
     folder.mkdir(parents=True, exist_ok=True)
     # every tensor its own CPU copy, tied ones too: safetensors refuses tensors that share memory
-    blob = save({name: t.contiguous() for name, t in policy.state_dict_cpu(model).items()})
+    blob = save({name: t.detach().to("cpu", copy=True).contiguous() for name, t in state.items()})
     target = (folder / f"weights-v{version}.safetensors").absolute()
     _write_atomically(target, blob)
     for old in folder.glob("weights-v*.safetensors"):

@@ -90,10 +90,13 @@ def max_positions(model: torch.nn.Module) -> int:
     return 2048
 
 
-def save(model: torch.nn.Module, tokenizer: Any, folder: Path) -> Path:
-    """Writes ``folder`` with ``save_pretrained`` (safetensors) and the tokenizer: ``from_pretrained`` loads it."""
+def save(model: torch.nn.Module, tokenizer: Any, folder: Path, state: dict[str, torch.Tensor] | None = None) -> Path:
+    """Writes ``folder`` with ``save_pretrained`` (safetensors) and the tokenizer: ``from_pretrained`` loads it. The
+    weights are ``state`` when given (a sharded model's, gathered whole), else the model's own."""
     folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(folder), safe_serialization=True)  # type: ignore[operator]
+    # a copy: save_pretrained takes the tied and shared names out of the dict it is given
+    model.save_pretrained(str(folder), safe_serialization=True,  # type: ignore[operator]
+                          state_dict=None if state is None else dict(state))
     if tokenizer is not None:
         tokenizer.save_pretrained(str(folder))
     return folder

@@ -88,6 +88,10 @@ ACTOR_METHOD: Final[str] = _ROLE["ACTOR_METHOD"]
 REWARD_FUNCTION: Final[str] = _ROLE["REWARD_FUNCTION"]
 REWARD_FAILED: Final[str] = _ROLE["REWARD_FAILED"]
 REFIT_BYTES: Final[str] = _ROLE["REFIT_BYTES"]
+#: On a trainer rank's ``rl.trainer.train``: its strategy, and the bytes of parameters and optimizer state it holds.
+TRAINER_STRATEGY: Final[str] = _ROLE["TRAINER_STRATEGY"]
+TRAINER_PARAM_BYTES: Final[str] = _ROLE["TRAINER_PARAM_BYTES"]
+TRAINER_OPTIMIZER_BYTES: Final[str] = _ROLE["TRAINER_OPTIMIZER_BYTES"]
 
 # resource attributes every process carries (Java RavelAttributes)
 RUN_ID: Final[str] = _RESOURCE["RUN_ID"]
@@ -128,5 +132,7 @@ GRPO_DEFAULTS: Final[dict[str, float | int | str | bool]] = dict(CONTRACT["grpo_
 GRPO_CHOICES: Final[dict[str, tuple[str, ...]]] = {k: tuple(v) for k, v in CONTRACT["grpo_choices"].items()}
 #: What the reward environment does when your reward function raises (``reward.on_error``), the first the default.
 REWARD_ON_ERROR: Final[tuple[str, ...]] = tuple(CONTRACT["reward_on_error"])
+#: How a trainer group (``trainer.workers`` > 1) holds the policy (``trainer.strategy``), the first the default.
+TRAINER_STRATEGIES: Final[tuple[str, ...]] = tuple(CONTRACT["trainer_strategies"])
 #: The fields of a trainer's ``TrainOutcome`` on the wire, in order (the Java ``TrainMetrics`` components).
 TRAIN_METRICS: Final[tuple[str, ...]] = tuple(CONTRACT["train_metrics"])

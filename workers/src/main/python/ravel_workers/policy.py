@@ -100,10 +100,15 @@ def read_blob(blob: bytes) -> tuple[int, dict[str, torch.Tensor]]:
 def weights_sha256(model: torch.nn.Module) -> str:
     """A digest of the model's weights that depends on their values only: SHA-256 over every tensor of the state
     dict in name order (its name, dtype, shape and bytes), so that two trainers holding the same weights agree."""
+    return state_sha256(state_dict_cpu(model))
+
+
+def state_sha256(state: dict[str, torch.Tensor]) -> str:
+    """:func:`weights_sha256` of the weights ``state`` (a state dict)."""
     import hashlib
 
     h = hashlib.sha256()
-    for name, t in sorted(state_dict_cpu(model).items()):
+    for name, t in sorted((k, v.detach().to("cpu")) for k, v in state.items()):
         c = t.contiguous()
         h.update(f"{name}|{c.dtype}|{tuple(c.shape)}|".encode())
         h.update(c.view(torch.uint8).numpy().tobytes() if c.numel() else b"")

@@ -99,13 +99,17 @@ class Weights:
 def gather(model: torch.nn.Module, version: int) -> Weights:
     """``model``'s state dict at ``version`` copied into one new CPU buffer (each tensor once, storage shared by
     several names once)."""
-    state = model.state_dict()
+    return gather_state(model.state_dict(), version)
+
+
+def gather_state(state: dict[str, torch.Tensor], version: int) -> Weights:
+    """The weights ``state`` (a state dict) at ``version`` copied into one new CPU buffer, as :func:`gather`."""
     placed: dict[tuple[int, int, tuple[int, ...], tuple[int, ...], torch.dtype], int] = {}
     entries: list[Entry] = []
     todo: list[tuple[int, torch.Tensor]] = []
     size = 0
     for name, t in state.items():
-        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        key = (t.untyped_storage().data_ptr(), int(t.storage_offset()), tuple(t.shape), tuple(t.stride()), t.dtype)
         offset = placed.get(key)
         if offset is None:
             offset = placed[key] = size

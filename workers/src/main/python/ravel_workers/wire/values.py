@@ -564,7 +564,8 @@ class GrpoSettings:
 class TrainerSpec:
     """The policy trainer's constructor argument; ``resume_from`` names a checkpoint's trainer-state file to go on
     from (empty: a new run); ``rank`` and ``world_size`` place it in a trainer group (``trainer.workers``; one
-    rank, 0 of 1, trains alone)."""
+    rank, 0 of 1, trains alone); ``strategy`` is how a group holds the policy (``trainer.strategy``: ``fsdp2``
+    shards parameters, gradients and optimizer state, ``ddp`` replicates them)."""
 
     model: ModelConfig
     seed: int
@@ -573,24 +574,28 @@ class TrainerSpec:
     resume_from: str = ""
     rank: int = 0
     world_size: int = 1
+    strategy: str = names.TRAINER_STRATEGIES[0]
 
     def __post_init__(self) -> None:
         if self.world_size < 1:
             raise ValueError(f"world_size: {self.world_size} is not a positive number of trainer ranks")
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"rank: {self.rank} is not a rank of a group of world_size {self.world_size}")
+        if self.strategy not in names.TRAINER_STRATEGIES:
+            raise ValueError(f"strategy: unknown '{self.strategy}' (valid: {', '.join(names.TRAINER_STRATEGIES)})")
 
     def to_wire(self) -> dict[str, Any]:
         return {"model": self.model.to_wire(), "seed": self.seed, "device": self.device,
                 "grpo": self.grpo.to_wire(), "resume_from": self.resume_from, "rank": self.rank,
-                "world_size": self.world_size}
+                "world_size": self.world_size, "strategy": self.strategy}
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> TrainerSpec:
         return cls(model=ModelConfig.from_wire(_require(d, "model", "TrainerSpec")), seed=int(d.get("seed", 0)),
                    grpo=GrpoSettings.from_wire(d.get("grpo", {})), device=_device(d),
                    resume_from=str(d.get("resume_from", "")), rank=int(d.get("rank", 0)),
-                   world_size=int(d.get("world_size", 1)))
+                   world_size=int(d.get("world_size", 1)),
+                   strategy=str(d.get("strategy", names.TRAINER_STRATEGIES[0])))
 
 
 def _device(d: Mapping[str, Any]) -> str:

@@ -266,8 +266,15 @@ public final class Keys {
   /** {@code trainer.workers}. */
   public static final Key<Integer> TRAINER_WORKERS = key("trainer", "workers", INTEGER, 1, atLeast(1),
       "Python trainer ranks that take each update together with torch.distributed (`gloo` on CPU, `nccl` on CUDA: untested),"
-          + " each on its shard of the batch, the gradients summed: the update equals one trainer's; rank 0 publishes"
-          + " the weights and writes the checkpoints; place them with `trainer.placement`");
+          + " each on its shard of the batch (its log-probs too), the gradients summed: the update equals one trainer's;"
+          + " how they hold the policy is `trainer.strategy`; rank 0 publishes the weights and writes the checkpoints"
+          + " (every rank gives its shard); place them with `trainer.placement`");
+  /** {@code trainer.strategy}. */
+  public static final Key<String> TRAINER_STRATEGY = key("trainer", "strategy", STRING,
+      PythonWorkers.TRAINER_STRATEGIES.get(0), oneOf("strategy", PythonWorkers.TRAINER_STRATEGIES),
+      "how a trainer group (`trainer.workers` > 1) holds the policy: `fsdp2` shards its parameters, gradients and"
+          + " AdamW state over the ranks (PyTorch's `fully_shard`, per transformer block; the reference model too), so"
+          + " each rank holds about 1/N of them; `ddp` keeps a whole copy on every rank (`DistributedDataParallel`)");
   /** {@code trainer.placement}. */
   public static final Key<String> TRAINER_PLACEMENT = key("trainer", "placement", STRING, PLACEMENT_NONE,
       oneOf("placement", PLACEMENTS), "the trainer ranks' placement group, one bundle per rank, as"

@@ -172,7 +172,7 @@ final class GrpoActors {
       for (int r = 0; r < py.trainers(); r++) {
         DriverSession.Creator<PolicyTrainer> c = session.pythonActor(PythonWorkers.POLICY_TRAINER,
             PythonWorkers.trainerSpec(py.model(), settings.seed(), py.trainerDevice(), grpo,
-                from == null ? null : from.pythonStateFile(), r, py.trainers()), PolicyTrainer.class)
+                from == null ? null : from.pythonStateFile(), r, py.trainers(), py.strategy()), PolicyTrainer.class)
             .gpus(py.trainerGpus());
         if (ranksGroup != null) {
           c.placementGroup(ranksGroup, r).resource("CPU", settings.placement().trainerCpus());

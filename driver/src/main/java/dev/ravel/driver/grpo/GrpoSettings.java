@@ -121,11 +121,12 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
    * @param generationDevice {@code auto}, {@code cpu} or {@code cuda}
    * @param trainerDevice the same for the trainer
    * @param trainers the trainer ranks ({@code trainer.workers}): 1 trains alone
+   * @param strategy how a group of ranks holds the policy ({@code trainer.strategy})
    * @param generation whether the generation workers are Python too; false for Java workers that are only the HTTP
    *     clients of inference servers loading the trainer's weights files ({@link #weightsFiles()})
    */
   record Python(PythonModel model, String engine, double generationGpus, double trainerGpus,
-      String generationDevice, String trainerDevice, int trainers, boolean generation) {}
+      String generationDevice, String trainerDevice, int trainers, String strategy, boolean generation) {}
 
   /**
    * Whether refits pass the Python trainer's weights as a file the inference servers load themselves (Java HTTP
@@ -227,7 +228,7 @@ record GrpoSettings(boolean async, int steps, int promptsPerStep, int groupSize,
             prepared.vocabSize(), prepared.maxPositions());
     return new Python(model, config.get(Keys.ENGINE), config.get(Keys.GENERATION_NUM_GPUS),
         config.get(Keys.TRAINER_NUM_GPUS), config.get(Keys.GENERATION_DEVICE), config.get(Keys.TRAINER_DEVICE),
-        config.get(Keys.TRAINER_WORKERS), config.pythonGeneration());
+        config.get(Keys.TRAINER_WORKERS), config.get(Keys.TRAINER_STRATEGY), config.pythonGeneration());
   }
 
   String mode() {

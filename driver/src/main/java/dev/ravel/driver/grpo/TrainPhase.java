@@ -256,7 +256,12 @@ final class TrainPhase {
     if (lastOutcome == null || checkpointed == lastStep) {
       return lastOutcome == null ? null : Checkpoints.stepFolder(runDir, lastStep + 1);
     }
-    Path dir = checkpoint(lastStep, lastOutcome);
+    Path dir;
+    try {
+      dir = checkpoint(lastStep, lastOutcome);
+    } catch (RankDied d) {
+      throw died(lastStep, d.rank, d.cause);
+    }
     checkpointed = lastStep;
     return dir;
   }
@@ -267,10 +272,14 @@ final class TrainPhase {
     return Checkpoints.stepFolder(runDir, step + 1);
   }
 
-  /** Writes the trainer's state file of the checkpoint after step {@code step}; the result completes the folder. */
+  /**
+   * Writes the trainer's state file of the checkpoint after step {@code step}; the result completes the folder. Every
+   * rank of a group is called (an fsdp2 group gathers its AdamW state onto rank 0, which writes the file).
+   */
   private Runnable writeCheckpoint(int step, TrainOutcome out) {
     Path dir = Checkpoints.stepFolder(runDir, step + 1);
-    Path file = Path.of(trainer.call(PolicyTrainer::checkpoint, dir.toString()).get());
+    Path file = Path.of(onEveryRank(ranks.stream().map(r -> r.call(PolicyTrainer::checkpoint, dir.toString()))
+        .toList()).get(0));
     Checkpoints.Meta meta = new Checkpoints.Meta(step + 1, out.version(), file.getFileName().toString(),
         out.weights() == null ? pythonDigest(file) : out.weights().sha256(), config, Checkpoints.now());
     return () -> Checkpoints.complete(runDir, dir, meta);

@@ -222,8 +222,26 @@ final class MultiNodeIT {
     assertThat(two.get("loss").asDouble()).isCloseTo(one.get("loss").asDouble(), within(1e-5));
     assertThat(two.get("update").get("gradNorm").asDouble())
         .isCloseTo(one.get("update").get("gradNorm").asDouble(), org.assertj.core.data.Percentage.withPercentage(0.1));
-    System.out.printf("MultiNodeIT: trainer group: step 1 loss %s against %s alone, grad norm %s against %s%n",
-        two.get("loss"), one.get("loss"), two.get("update").get("gradNorm"), one.get("update").get("gradNorm"));
+    // fsdp2 (the default): each rank holds about half the parameters and half the AdamW state one trainer holds
+    // (dim-0 shards of each tensor: within 10%; the optimizer's step counts are whole on every rank, a few bytes)
+    SpanRecord lone = RunTraces.readDir(runs.resolve("mn-alone")).named("rl.trainer.train").get(0);
+    long params = (Long) lone.attribute(RavelAttributes.TRAINER_PARAM_BYTES);
+    long moments = (Long) lone.attribute(RavelAttributes.TRAINER_OPTIMIZER_BYTES);
+    assertThat(params).isPositive();
+    assertThat(moments).isPositive();
+    assertThat(traces.named("rl.trainer.train")).hasSize(2 * steps).allSatisfy(s -> {
+      assertThat(s.attribute(RavelAttributes.TRAINER_STRATEGY)).isEqualTo("fsdp2");
+      assertThat(((Long) s.attribute(RavelAttributes.TRAINER_PARAM_BYTES)).doubleValue())
+          .isCloseTo(params / 2.0, org.assertj.core.data.Percentage.withPercentage(10));
+      assertThat(((Long) s.attribute(RavelAttributes.TRAINER_OPTIMIZER_BYTES)).doubleValue())
+          .isCloseTo(moments / 2.0, org.assertj.core.data.Percentage.withPercentage(10));
+    });
+    System.out.printf("MultiNodeIT: trainer group: step 1 loss %s against %s alone, grad norm %s against %s;"
+        + " parameter bytes a rank %s of %d, AdamW bytes a rank %s of %d%n", two.get("loss"), one.get("loss"),
+        two.get("update").get("gradNorm"), one.get("update").get("gradNorm"),
+        traces.named("rl.trainer.train").stream().map(s -> s.attribute(RavelAttributes.TRAINER_PARAM_BYTES)).toList(),
+        params, traces.named("rl.trainer.train").stream()
+            .map(s -> s.attribute(RavelAttributes.TRAINER_OPTIMIZER_BYTES)).toList(), moments);
   }
 
   @Test

@@ -70,6 +70,12 @@ public final class RavelAttributes {
   public static final AttributeKey<Double> POLICY_LAG_MEAN = AttributeKey.doubleKey("rl.policy_lag.mean");
   /** Bytes of weights a refit stage moved (on every {@code rl.refit.*} stage that moves weights). */
   public static final AttributeKey<Long> REFIT_BYTES = AttributeKey.longKey("rl.refit.bytes");
+  /** On a trainer rank's {@code rl.trainer.train}: how the group holds the policy ({@code trainer.strategy}). */
+  public static final AttributeKey<String> TRAINER_STRATEGY = AttributeKey.stringKey("rl.trainer.strategy");
+  /** On a trainer rank's {@code rl.trainer.train}: the bytes of the policy's parameters that rank holds. */
+  public static final AttributeKey<Long> TRAINER_PARAM_BYTES = AttributeKey.longKey("rl.trainer.param_bytes");
+  /** On a trainer rank's {@code rl.trainer.train}: the bytes of optimizer state (AdamW's moments) that rank holds. */
+  public static final AttributeKey<Long> TRAINER_OPTIMIZER_BYTES = AttributeKey.longKey("rl.trainer.optimizer_bytes");
   /** How a refit's weights travel ({@code ravel-file}: a weights file the servers read). */
   public static final AttributeKey<String> REFIT_TRANSPORT = AttributeKey.stringKey("rl.refit.transport");
   /** The pause mode of a native refit ({@code wait}, {@code keep}). */

@@ -27,6 +27,12 @@ public final class PythonWorkers {
   /** Where a Python worker puts its model. */
   public static final List<String> DEVICES = List.of("auto", "cpu", "cuda");
   /**
+   * How a trainer group holds the policy ({@code trainer.strategy}; the contract's {@code trainer_strategies}), the
+   * first the default: {@code fsdp2} shards parameters, gradients and optimizer state over the ranks (PyTorch's
+   * {@code fully_shard}), {@code ddp} replicates them ({@code DistributedDataParallel}).
+   */
+  public static final List<String> TRAINER_STRATEGIES = List.of("fsdp2", "ddp");
+  /**
    * The format of the weights a Python trainer's {@code weights} call leaves in the object store for the Python
    * workers' {@code updateWeights} (a dict of {@link #WEIGHTS_KEYS}: the state dict as one byte buffer that Ray
    * keeps out of band, and its index; {@code ravel_workers/weights.py}). The driver passes the object's reference
@@ -63,21 +69,27 @@ public final class PythonWorkers {
   /** The policy trainer's spec, going on from the trainer-state file {@code resumeFrom} when it is not null. */
   public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo,
       java.nio.file.Path resumeFrom) {
-    return trainerSpec(model, seed, device, grpo, resumeFrom, 0, 1);
+    return trainerSpec(model, seed, device, grpo, resumeFrom, 0, 1, TRAINER_STRATEGIES.get(0));
   }
 
   /**
-   * The spec of rank {@code rank} of a trainer group of {@code worldSize} ranks ({@code trainer.workers}), going on
-   * from {@code resumeFrom} when it is not null (every rank from the same file).
+   * The spec of rank {@code rank} of a trainer group of {@code worldSize} ranks ({@code trainer.workers}) that holds
+   * the policy by {@code strategy} ({@link #TRAINER_STRATEGIES}), going on from {@code resumeFrom} when it is not
+   * null (every rank from the same file).
    */
   public static String trainerSpec(PythonModel model, long seed, String device, GrpoConfig grpo,
-      java.nio.file.Path resumeFrom, int rank, int worldSize) {
+      java.nio.file.Path resumeFrom, int rank, int worldSize, String strategy) {
     if (worldSize < 1 || rank < 0 || rank >= worldSize) {
       throw new IllegalArgumentException("rank " + rank + " is not a rank of a trainer group of " + worldSize);
+    }
+    if (!TRAINER_STRATEGIES.contains(strategy)) {
+      throw new IllegalArgumentException("strategy: unknown '" + strategy + "' (valid: "
+          + String.join(", ", TRAINER_STRATEGIES) + ")");
     }
     ObjectNode o = JSON.createObjectNode();
     o.put("rank", rank);
     o.put("world_size", worldSize);
+    o.put("strategy", strategy);
     if (resumeFrom != null) {
       o.put("resume_from", resumeFrom.toAbsolutePath().toString());
     }

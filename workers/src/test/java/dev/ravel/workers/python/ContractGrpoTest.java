@@ -82,6 +82,11 @@ final class ContractGrpoTest {
   }
 
   @Test
+  void trainerStrategies_areThePythonWorkersChoices() {
+    assertThat(strings(Contract.section("trainer_strategies"))).containsExactlyElementsOf(PythonWorkers.TRAINER_STRATEGIES);
+  }
+
+  @Test
   void trainMetrics_areTrainMetricsComponentsInOrder() {
     assertThat(strings(Contract.section("train_metrics"))).containsExactlyElementsOf(PythonWire.trainMetricsFields());
   }
