@@ -302,7 +302,8 @@ class PolicyTrainerImpl(RoleActor):
         world = self.spec.world_size
         # a trainer alone: the whole batch; in a group, this rank's shard, as many micro-batches as every rank
         parts = group.micro_batches(n, self.spec.rank, world, mb)
-        trained = self._trained or self.model
+        # ddp's wrapper only when a backward pass follows: it expects one after each forward pass it syncs
+        trained = self._trained if self._trained is not None and update else self.model
         self.model.train()
         try:
             for _ in range(g.ppo_epochs):
@@ -371,10 +372,18 @@ class PolicyTrainerImpl(RoleActor):
             self.model.set_requires_gradient_sync(last)  # type: ignore[operator]  # FSDPModule's, added in place
         return contextlib.nullcontext()
 
-    def _gather_whole(self) -> None:
-        """fsdp2: gathers the whole weights of the current version onto rank 0 (every rank takes part)."""
-        if self._sharded:
+    def _gather_whole(self, traced: bool = True) -> None:
+        """fsdp2: gathers the whole weights of the current version onto rank 0 (every rank takes part), in the span
+        ``rl.trainer.gather`` with the bytes this rank holds after it (``traced``: inside a step's call)."""
+        if not self._sharded:
+            return
+        if not traced:  # the group's set-up, in no step's trace
             self._whole = (self.version, group.full_state_dict(self.model))
+            return
+        with refit_stage(self.telemetry, names.TRAINER_GATHER, 0) as stage:
+            whole = group.full_state_dict(self.model)
+            stage.set_attribute(names.REFIT_BYTES, group.local_bytes(whole.values()))
+        self._whole = (self.version, whole)
 
     def _state(self) -> dict[str, torch.Tensor]:
         """The current version's whole weights on the CPU (rank 0's; a rank of an fsdp2 group holds them only there)."""
@@ -411,7 +420,7 @@ class PolicyTrainerImpl(RoleActor):
                 self.optimizer = self._new_optimizer()  # over the shards
                 if state is not None:
                     group.load_optimizer_state(self.model, self.optimizer, state, sharded=True)
-                self._gather_whole()
+                self._gather_whole(traced=False)
             else:
                 from torch.nn.parallel import DistributedDataParallel
 

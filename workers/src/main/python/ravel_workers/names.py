@@ -52,6 +52,8 @@ LLM_REQUEST_PREEMPTED: Final[str] = CONTRACT["spans"]["llm_request_preempted"]
 #: a trainer's model loaded; children of the span the driver names in :data:`STARTUP_TRACEPARENT_ENV`.
 WORKER_START_BACKEND: Final[str] = CONTRACT["spans"]["worker_start_backend"]
 TRAINER_LOAD_MODEL: Final[str] = CONTRACT["spans"]["trainer_load_model"]
+#: An fsdp2 group's gather of the whole weights onto rank 0 after an update, a child of ``rl.trainer.train``.
+TRAINER_GATHER: Final[str] = CONTRACT["spans"]["trainer_gather"]
 #: Role spans are ``<prefix><spans>.<method>``, as ``RavelActor`` names them.
 ROLE_SPAN_PREFIX: Final[str] = CONTRACT["spans"]["role_span_prefix"]
 

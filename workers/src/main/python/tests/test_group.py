@@ -72,12 +72,15 @@ def _bytes(tensors: Any) -> int:
     ("ddp", {"loss_type": "bnpo", "micro_batch_size": 4, "ppo_epochs": 2, "tis_cap": 2.0}),
 ], ids=["fsdp2-whole-batch", "fsdp2-micro-batches-epochs-tis", "ddp-micro-batches-epochs-tis"])
 def test_two_ranks_train_to_the_weights_of_one_trainer(strategy, grpo, make_telemetry, tmp_path):
+    grpo = {**grpo, "filter_zero_advantage": True}  # a group with no signal is left out of the update
     worker = GenerationWorkerImpl(json.dumps(worker_spec()), telemetry=make_telemetry("generation_worker"))
     try:
-        # 12 sequences, 6 a rank; with micro-batches of 4 a rank runs 4 + 2, and 13 would leave one rank a
-        # micro-batch short (a stand-in pass with weight 0): the third batch has 3 x 4 + 1 prompt of 4 = 16 ... (below)
+        # 12 sequences, 6 a rank (micro-batches of 4: 4 + 2 each)
         prompts = [[3, 10, 4, 12], [2, 10, 2, 12], [1, 10, 5, 12]]
         batches = [_batch(worker, prompts, salt) for salt in range(2)]
+        # a step with no learning signal (every reward equal): no backward pass, no optimizer step, on any rank; the
+        # steps after it must still run (DDP refuses a forward pass after one it synced without a backward pass)
+        batches.insert(1, [{**t, "reward": 1.0} for t in batches[0]])
         # a batch of 5 groups, 20 sequences: 10 a rank, micro-batches 4 + 4 + 2 each
         batches.append(_batch(worker, prompts + [[4, 10, 1, 12], [2, 10, 3, 12]], 2))
     finally:
@@ -117,6 +120,7 @@ def test_two_ranks_train_to_the_weights_of_one_trainer(strategy, grpo, make_tele
                     "learning_rate", "mean_reward"):
             assert got[key] == pytest.approx(exp[key], rel=1e-3, abs=1e-6), key
     assert want[0]["grad_norm"] > 0  # the update moved the weights: the comparison means something
+    assert want[1]["epochs"] == 0 and ranks[0][2][1]["epochs"] == 0  # the flat step took no optimizer step
     params, optimizer = [r[6] for r in ranks], [r[7] for r in ranks]
     if strategy == "fsdp2":
         # each rank holds its half of the parameters and of AdamW's moments (dim-0 shards: within 10% of half; the

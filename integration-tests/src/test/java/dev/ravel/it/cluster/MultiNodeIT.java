@@ -10,6 +10,7 @@ import dev.ravel.it.support.PhaseHold;
 import dev.ravel.telemetry.spans.Phase;
 import dev.ravel.it.support.RavelCommand;
 import dev.ravel.telemetry.spans.RavelAttributes;
+import dev.ravel.telemetry.spans.SpanNames;
 import dev.ravel.telemetry.traces.RunTraces;
 import dev.ravel.telemetry.traces.SpanRecord;
 import dev.ravel.telemetry.traces.TraceQuality;
@@ -236,6 +237,16 @@ final class MultiNodeIT {
       assertThat(((Long) s.attribute(RavelAttributes.TRAINER_OPTIMIZER_BYTES)).doubleValue())
           .isCloseTo(moments / 2.0, org.assertj.core.data.Percentage.withPercentage(10));
     });
+    // the whole weights gathered onto rank 0 once a version, inside each rank's update: rank 0 holds them after it
+    // (at least the parameters' bytes: the tied head is a name of its own there), the other rank nothing
+    for (SpanRecord t : traces.named("rl.trainer.train")) {
+      List<SpanRecord> gather = traces.named(SpanNames.TRAINER_GATHER).stream()
+          .filter(g -> t.spanId().equals(g.parentSpanId())).toList();
+      assertThat(gather).hasSize(1);
+    }
+    assertThat(traces.named(SpanNames.TRAINER_GATHER)).hasSize(2 * steps)
+        .extracting(g -> (Long) g.attribute(RavelAttributes.REFIT_BYTES))
+        .filteredOn(b -> b > 0).hasSize(steps).allSatisfy(b -> assertThat(b).isGreaterThanOrEqualTo(params));
     System.out.printf("MultiNodeIT: trainer group: step 1 loss %s against %s alone, grad norm %s against %s;"
         + " parameter bytes a rank %s of %d, AdamW bytes a rank %s of %d%n", two.get("loss"), one.get("loss"),
         two.get("update").get("gradNorm"), one.get("update").get("gradNorm"),

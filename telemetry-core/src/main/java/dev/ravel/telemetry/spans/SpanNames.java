@@ -85,6 +85,12 @@ public final class SpanNames {
    * state. A child of the trainers' {@link #runActors}.
    */
   public static final String TRAINER_LOAD_MODEL = "rl.trainer.load_model";
+  /**
+   * An fsdp2 trainer group's gather of the whole weights onto rank 0 at the end of an update (once a version; each
+   * rank's, with the bytes it holds after it: the whole on rank 0, none elsewhere). A child of that rank's
+   * {@code rl.trainer.train}.
+   */
+  public static final String TRAINER_GATHER = "rl.trainer.gather";
   public static final String JOB_SUBMIT = "rl.job.submit";
   public static final String JOB_RUN = "rl.job.run";
   public static final String DEMO_RUN = "rl.demo.run";

@@ -92,7 +92,7 @@ final class ContractTest {
 
     assertThat(javaNames).isEqualTo(contract);
     assertThat(contract).containsKeys("llm_request_queued", "llm_request_prefill", "llm_request_decode",
-        "llm_request_preempted", "worker_start_backend", "trainer_load_model");
+        "llm_request_preempted", "worker_start_backend", "trainer_load_model", "trainer_gather");
   }
 
   @Test

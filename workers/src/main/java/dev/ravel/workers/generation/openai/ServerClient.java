@@ -162,7 +162,7 @@ final class ServerClient {
     long backoffMs = 20;
     try {
       while (true) {
-        response = http.send(httpRequest, HttpResponse.BodyHandlers.ofByteArray());
+        response = send(httpRequest);
         // 503 while a server is paused for a weight update (vLLM's RetryableRequestError): safe to send again
         if (response.statusCode() != 503 || System.nanoTime() + backoffMs * 1_000_000L > deadline) {
           break;
@@ -191,6 +191,41 @@ final class ServerClient {
       out.add(result(x.group().get(i), completions.get(i), x.version(), start));
     }
     return out;
+  }
+
+  /**
+   * Sends {@code request}, once more on a new connection when the connection it went out on was closed before any
+   * answer came. A server closes an idle keep-alive connection after a while (uvicorn, vLLM's, after 5 s), and a
+   * request sent on it just then meets the close unread; the JDK's client sends such a request again itself only
+   * for GET. A server that read the request and then died looks the same to the client, but the second send then
+   * finds nothing listening and fails as the first would have.
+   */
+  private HttpResponse<byte[]> send(HttpRequest request) throws IOException, InterruptedException {
+    try {
+      return http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+    } catch (IOException e) {
+      if (!closedBeforeAnswer(e)) {
+        throw e;
+      }
+      return http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+    }
+  }
+
+  /**
+   * Whether {@code e} says the connection was closed before any byte of the answer: the JDK client's message for it
+   * ({@code HTTP/1.1 header parser received no bytes}), or its internal {@code ConnectionExpiredException}.
+   */
+  static boolean closedBeforeAnswer(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t.getClass().getSimpleName().equals("ConnectionExpiredException")
+          || String.valueOf(t.getMessage()).contains("header parser received no bytes")) {
+        return true;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
   }
 
   private static String describe(Throwable t) {
@@ -408,7 +443,7 @@ final class ServerClient {
         b.header("Content-Type", "application/json")
             .method(method, HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
       }
-      HttpResponse<byte[]> r = http.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
+      HttpResponse<byte[]> r = send(b.build());
       if (r.statusCode() != 200) {
         throw new IllegalStateException(method + " " + url + ": HTTP " + r.statusCode() + ": "
             + CompletionsProtocol.errorMessage(r.body()));
