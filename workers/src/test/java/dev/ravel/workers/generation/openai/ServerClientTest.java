@@ -81,8 +81,12 @@ final class ServerClientTest {
   void pause_serverGoneAfterClosingUnanswered_failsNamingTheCallAndWhy() throws Exception {
     ServerSocket server = new ServerSocket(0, 5, InetAddress.getLoopbackAddress());
     Thread t = new Thread(() -> {
-      try (server; Socket s = server.accept()) {
-        head(s.getInputStream()); // read, then closed unanswered, and nothing listens any more
+      try {
+        Socket s = server.accept();
+        head(s.getInputStream());
+        // nothing listens any more before the connection is closed unanswered: the second send is refused
+        server.close();
+        s.close();
       } catch (IOException e) {
         // the test's assertion tells
       }
