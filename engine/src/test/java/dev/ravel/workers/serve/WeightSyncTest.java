@@ -256,10 +256,21 @@ final class WeightSyncTest {
       assertThat(spans.get(1).get("start").asInt()).isEqualTo(spans.get(0).get("end").asInt()).isPositive();
       assertThat(spans.get(1).get("end").asInt()).isEqualTo(30);
 
-      // the log says the update could label the completion: it arrived before the completion ended
+      // the log says the update could label the completion: it arrived before the completion ended. A line is
+      // written once its answer has gone out, so the client may read the log first: wait for the completion's
       List<JsonNode> lines = new java.util.ArrayList<>();
-      for (String line : Files.readAllLines(exchanges)) {
-        lines.add(TestServer.JSON.readTree(line));
+      long until = System.nanoTime() + 30_000_000_000L;
+      while (lines.stream().noneMatch(l -> l.get("path").asText().equals("/v1/completions"))
+          && System.nanoTime() < until) {
+        lines.clear();
+        for (String line : Files.exists(exchanges) ? Files.readAllLines(exchanges) : List.<String>of()) {
+          try {
+            lines.add(TestServer.JSON.readTree(line));
+          } catch (com.fasterxml.jackson.core.JsonProcessingException partial) {
+            break; // a line being written: read again
+          }
+        }
+        Thread.sleep(10);
       }
       JsonNode completion = lines.stream().filter(l -> l.get("path").asText().equals("/v1/completions"))
           .findFirst().orElseThrow();
